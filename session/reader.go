@@ -1,0 +1,386 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+const (
+	// arenaSize is the size of the buffers lines are read into. Entries keep
+	// slices of them, so a buffer is never overwritten; a new one is started
+	// when the current one has less than minRead bytes free.
+	arenaSize = 1 << 20
+	minRead   = 32 << 10
+)
+
+// Reader reads entries from a session stream one at a time, keeping no more
+// than the line it is working on (memory stays bounded however long the
+// file is). It consumes complete lines only: at the end of the input, a last
+// line without a newline is taken only once it holds a whole JSON object;
+// otherwise it is left unread, and a later call to Next, after the writer
+// has finished the line, reads it. Entries of version 1 and 2 files are
+// migrated to version 3 as pi migrates them, in memory.
+type Reader struct {
+	src        io.Reader
+	buf        []byte // current arena; buf[start:end] is read but not consumed
+	start, end int
+	off        int64 // file offset of buf[start]
+	line       int   // lines consumed
+	eof        bool
+	glued      bool  // the last line consumed had no newline
+	err        error // sticky: a file without a header
+
+	header  *Header
+	version float64
+	diags   []Diagnostic
+	legacy  *legacy
+}
+
+// legacy is the state of pi's version 1 migration (migrateV1ToV2): every
+// entry gets an id and the previous entry as its parent, and
+// firstKeptEntryIndex (an index into the file's parsed lines) becomes
+// firstKeptEntryId.
+type legacy struct {
+	ids    []string // id given to each parsed line so far; "" for non-entries
+	prevID string
+}
+
+// NewReader returns a Reader that reads a session from r, starting at its
+// first line.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{src: r}
+}
+
+// Header returns the session header, or nil if it has not been read yet.
+func (r *Reader) Header() *Header { return r.header }
+
+// Diagnostics returns the problems found in the lines read so far.
+func (r *Reader) Diagnostics() []Diagnostic { return r.diags }
+
+// Offset returns the number of bytes consumed: reading resumes there.
+func (r *Reader) Offset() int64 { return r.off }
+
+// Line returns the number of lines consumed.
+func (r *Reader) Line() int { return r.line }
+
+// resume makes the Reader continue from its offset on src, which must be
+// positioned there; bytes buffered past the offset are dropped.
+func (r *Reader) resume(src io.Reader) {
+	r.src = src
+	r.end = r.start
+	r.eof = false
+}
+
+// Next returns the next entry. Lines that are not entries (the header,
+// blank and malformed lines) are consumed without being returned; malformed
+// ones are recorded as diagnostics. At the end of the input Next returns
+// io.EOF; it may be called again after more has been written. If the first
+// entry of the input is not a session header, Next returns an error
+// wrapping ErrNoHeader and reads no further.
+func (r *Reader) Next() (*Entry, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	e, err := r.next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return e, err
+}
+
+func (r *Reader) next() (*Entry, error) {
+	r.eof = false
+	for {
+		if j := bytes.IndexByte(r.buf[r.start:r.end], '\n'); j >= 0 {
+			line := r.buf[r.start : r.start+j]
+			off := r.off
+			r.start += j + 1
+			r.off += int64(j + 1)
+			if r.glued {
+				// The line before was consumed without its newline; this
+				// newline (or CRLF) ends it.
+				r.glued = false
+				if len(skipSpaceBytes(line)) == 0 {
+					continue
+				}
+			}
+			r.line++
+			e, err := r.handle(line, off)
+			if e != nil || err != nil {
+				return e, err
+			}
+			continue
+		}
+		if r.eof {
+			if r.start == r.end {
+				return nil, io.EOF
+			}
+			// A last line without a newline: take it if it is a whole object.
+			line := r.buf[r.start:r.end]
+			if kind, _, _ := scanLine(line); kind != lineObject {
+				return nil, io.EOF
+			}
+			off := r.off
+			r.off += int64(len(line))
+			r.start = r.end
+			r.glued = true
+			r.line++
+			e, err := r.handle(line, off)
+			if e != nil || err != nil {
+				return e, err
+			}
+			return nil, io.EOF
+		}
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads more input, starting a new arena when the current one is
+// nearly full (the unconsumed bytes move along; consumed ones stay, as
+// entries point into them).
+func (r *Reader) fill() error {
+	if len(r.buf)-r.end < minRead {
+		pending := r.end - r.start
+		size := arenaSize
+		for size < 2*pending+minRead {
+			size *= 2
+		}
+		buf := make([]byte, size)
+		copy(buf, r.buf[r.start:r.end])
+		r.buf, r.start, r.end = buf, 0, pending
+	}
+	n, err := r.src.Read(r.buf[r.end:])
+	r.end += n
+	if errors.Is(err, io.EOF) || n == 0 && err == nil {
+		r.eof = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("session: read: %w", err)
+	}
+	return nil
+}
+
+func (r *Reader) diag(off int64, format string, args ...any) {
+	args = append([]any{r.line}, args...)
+	r.diags = append(r.diags, Diagnostic{
+		Line:   r.line,
+		Offset: off,
+		Err:    fmt.Errorf("session: line %d: "+format+": %w", append(args, ErrMalformed)...),
+	})
+}
+
+// handle turns one line into an entry, or nil if it is none.
+func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
+	kind, f, err := scanLine(line)
+	switch kind {
+	case lineBlank:
+		return nil, nil
+	case lineInvalid:
+		r.diag(off, "invalid JSON: %v", err)
+		return nil, nil
+	case lineFalsy:
+		r.diag(off, "not a JSON object")
+		return nil, nil
+	case lineValue:
+		if r.header == nil {
+			return nil, fmt.Errorf("session: line %d: first entry is not a JSON object: %w", r.line, ErrNoHeader)
+		}
+		if r.legacy != nil {
+			r.legacy.ids = append(r.legacy.ids, "")
+		}
+		r.diag(off, "not a JSON object")
+		return nil, nil
+	}
+	// Trim the line to the object itself.
+	lo, hi := skipSpace(line, 0), len(line)
+	for hi > lo && isSpace(line[hi-1]) {
+		hi--
+	}
+	raw := line[lo:hi:hi]
+	shift := func(s span) span {
+		if s.ok() {
+			s.start -= lo
+			s.end -= lo
+		}
+		return s
+	}
+
+	typ := f.typ
+	if !typ.isString(line) {
+		if r.header == nil {
+			return nil, fmt.Errorf("session: line %d: first entry has no session header type: %w", r.line, ErrNoHeader)
+		}
+		if r.legacy != nil {
+			r.legacy.ids = append(r.legacy.ids, "")
+		}
+		r.diag(off, "%v", fieldError(line, "type", typ, "a string"))
+		return nil, nil
+	}
+	typeName := internType(line[typ.start:typ.end])
+
+	if r.header == nil {
+		if typeName != "session" || !f.id.isString(line) {
+			return nil, fmt.Errorf("session: line %d: first entry is %q, not a session header: %w", r.line, typeName, ErrNoHeader)
+		}
+		r.version = headerVersion(line, f.version)
+		r.header = &Header{
+			Version:       int(r.version),
+			ID:            f.id.str(line),
+			Timestamp:     f.timestamp.str(line),
+			Cwd:           memberSpan(raw, "cwd").str(raw),
+			ParentSession: memberSpan(raw, "parentSession").str(raw),
+			Line:          r.line,
+			Raw:           raw,
+		}
+		if r.version < 2 {
+			r.legacy = &legacy{ids: []string{""}}
+		}
+		return nil, nil
+	}
+	if typeName == "session" {
+		if r.legacy != nil {
+			r.legacy.ids = append(r.legacy.ids, "")
+		}
+		r.diag(off, "second session header ignored")
+		return nil, nil
+	}
+	if err := checkEntry(line, &f, typeName, r.legacy != nil); err != nil {
+		if r.legacy != nil {
+			r.legacy.ids = append(r.legacy.ids, "")
+		}
+		r.diag(off, "%s entry: %v", typeName, err)
+		return nil, nil
+	}
+
+	e := &Entry{
+		Type:      typeName,
+		ID:        f.id.str(line),
+		ParentID:  f.parentID.str(line),
+		Timestamp: f.timestamp.str(line),
+		Line:      r.line,
+		Offset:    off,
+		Raw:       raw,
+	}
+	if typeName == "message" {
+		e.Role = internRole(line[f.role.start:f.role.end])
+		e.msg = shift(f.message)
+		e.nullContent = !f.msgContent.ok() || f.msgContent.isNull(line)
+	}
+	if r.version < 3 && e.Role == "hookMessage" {
+		// migrateV2ToV3: the hookMessage role became custom.
+		e.Role = "custom"
+		role := shift(f.role)
+		e.Raw = append(append(append(make([]byte, 0, len(raw)+2), raw[:role.start]...), `"custom"`...), raw[role.end:]...)
+		e.msg = memberSpan(e.Raw, "message")
+	}
+	if r.legacy != nil {
+		r.migrateV1(e, shift(f.firstKeptEntryIndex))
+		if e.Type == "message" {
+			e.msg = memberSpan(e.Raw, "message")
+		}
+	}
+	return e, nil
+}
+
+// headerVersion mirrors `header.version ?? 1` as pi compares it with 2 and
+// 3; a version that is no number (NaN in JavaScript) migrates nothing.
+func headerVersion(line []byte, v span) float64 {
+	switch {
+	case !v.ok() || v.isNull(line):
+		return 1
+	case v.isNumber(line):
+		n, _ := strconv.ParseFloat(string(line[v.start:v.end]), 64)
+		return n
+	case v.isString(line):
+		if n, err := strconv.ParseFloat(strings.TrimSpace(v.str(line)), 64); err == nil {
+			return n
+		}
+	}
+	return CurrentVersion
+}
+
+// migrateV1 gives e an id and a parent the way pi's migrateV1ToV2 does, with
+// deterministic ids (pi draws random ones): eight hex digits of the line
+// number, which no other entry of a version 1 file can have.
+func (r *Reader) migrateV1(e *Entry, keptIndex span) {
+	l := r.legacy
+	e.ID = fmt.Sprintf("%08x", e.Line)
+	e.ParentID = l.prevID
+	l.prevID = e.ID
+	l.ids = append(l.ids, e.ID)
+	raw := withMember(e.Raw, "id", appendString(nil, e.ID))
+	if e.ParentID == "" {
+		raw = withMember(raw, "parentId", []byte("null"))
+	} else {
+		raw = withMember(raw, "parentId", appendString(nil, e.ParentID))
+	}
+	if e.Type == "compaction" && keptIndex.isNumber(e.Raw) {
+		raw = withoutMember(raw, "firstKeptEntryIndex")
+		n, err := strconv.ParseFloat(string(e.Raw[keptIndex.start:keptIndex.end]), 64)
+		// Only entries already migrated have their new id; pi would read
+		// the (absent) id of a later one.
+		if err == nil && n >= 0 && n < float64(len(l.ids)) && n == float64(int(n)) && l.ids[int(n)] != "" {
+			raw = withMember(raw, "firstKeptEntryId", appendString(nil, l.ids[int(n)]))
+		}
+	}
+	e.Raw = raw
+}
+
+func internType(b []byte) string {
+	switch string(b) {
+	case `"message"`:
+		return "message"
+	case `"session"`:
+		return "session"
+	case `"compaction"`:
+		return "compaction"
+	case `"context_edit"`:
+		return "context_edit"
+	case `"branch_summary"`:
+		return "branch_summary"
+	case `"custom"`:
+		return "custom"
+	case `"custom_message"`:
+		return "custom_message"
+	case `"label"`:
+		return "label"
+	case `"session_info"`:
+		return "session_info"
+	case `"model_change"`:
+		return "model_change"
+	case `"thinking_level_change"`:
+		return "thinking_level_change"
+	case `"usage"`:
+		return "usage"
+	}
+	s, _ := unquote(b)
+	return s
+}
+
+func internRole(b []byte) string {
+	switch string(b) {
+	case `"user"`:
+		return "user"
+	case `"assistant"`:
+		return "assistant"
+	case `"toolResult"`:
+		return "toolResult"
+	case `"system"`:
+		return "system"
+	case `"custom"`:
+		return "custom"
+	case `"bashExecution"`:
+		return "bashExecution"
+	case `"hookMessage"`:
+		return "hookMessage"
+	}
+	s, _ := unquote(b)
+	return s
+}

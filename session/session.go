@@ -1,0 +1,84 @@
+// Package session reads pi's session JSONL files into entries, branches and the model context pi builds from them.
+package session
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Sentinel errors. Diagnostics and returned errors wrap one of them.
+var (
+	// ErrMalformed marks a line that is not a usable entry: invalid JSON,
+	// not an object, or a member pi relies on has the wrong type.
+	ErrMalformed = errors.New("malformed line")
+	// ErrDuplicateID marks an entry whose id an earlier entry already has.
+	// Like pi, lookups by id then find the later entry.
+	ErrDuplicateID = errors.New("duplicate entry id")
+	// ErrDanglingParent marks an entry whose parentId names no earlier entry.
+	// Like pi, a branch through it starts there.
+	ErrDanglingParent = errors.New("dangling parent")
+	// ErrCycle marks parentId links that loop. pi 1.6 hangs on such a file;
+	// here the branch through the loop is refused.
+	ErrCycle = errors.New("parent cycle")
+	// ErrNoHeader means the first entry of the file is not a session header,
+	// so pi refuses the whole file.
+	ErrNoHeader = errors.New("no session header")
+	// ErrUnknownEntry means an entry id was not found.
+	ErrUnknownEntry = errors.New("unknown entry")
+	// ErrReplaced means the path now names another file than the one read.
+	ErrReplaced = errors.New("session file replaced")
+	// ErrTruncated means the file is shorter than what was already read.
+	ErrTruncated = errors.New("session file truncated")
+	// ErrNoPath means the File was not read from a path, so it cannot be updated.
+	ErrNoPath = errors.New("no file to update from")
+)
+
+// CurrentVersion is the session format version pi 1.6 writes. Older files
+// are migrated in memory when read.
+const CurrentVersion = 3
+
+// Header is the first line of a session file.
+type Header struct {
+	// Version is the format version as written (1 when absent). Entries
+	// are always presented migrated to CurrentVersion.
+	Version       int
+	ID            string
+	Timestamp     string
+	Cwd           string
+	ParentSession string
+	Line          int             // 1-based line number
+	Raw           json.RawMessage // the header object as written
+}
+
+// Entry is one line of the session tree. Only the members needed to build
+// the tree and the model context are decoded; the rest stays in Raw until
+// [Entry.Decode] is called.
+type Entry struct {
+	Type      string // "message", "compaction", "context_edit", ... or an unknown type
+	ID        string
+	ParentID  string // "" for a root entry (parentId null or absent)
+	Timestamp string // ISO 8601, as written
+	// Role is message.role for "message" entries ("custom" for the
+	// "hookMessage" role of version 2 files), else "".
+	Role   string
+	Line   int   // 1-based line number in the file
+	Offset int64 // byte offset of the line in the file
+	// Raw is the entry's JSON object as pi holds it in memory: the line as
+	// written, except that entries of version 1 and 2 files carry the
+	// members pi's migration adds or renames (ids, firstKeptEntryId, role).
+	Raw json.RawMessage
+
+	msg         span // the message member of a "message" entry, in Raw
+	nullContent bool // message.content is null or absent
+}
+
+// Diagnostic is a problem found while reading: a line pi would skip, or a
+// tree defect (duplicate id, dangling parent, cycle). Reading goes on.
+type Diagnostic struct {
+	Line   int   // 1-based line number
+	Offset int64 // byte offset of the line
+	Err    error // wraps ErrMalformed, ErrDuplicateID, ErrDanglingParent or ErrCycle
+}
+
+func (d Diagnostic) Error() string { return d.Err.Error() }
+func (d Diagnostic) Unwrap() error { return d.Err }
