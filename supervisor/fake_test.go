@@ -1,0 +1,152 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// The test binary doubles as the fake pi and as the PTY session leader.
+// FAKE_PI names the behaviour; see fakePi.
+func TestMain(m *testing.M) {
+	if IsLeader(os.Environ()) {
+		os.Exit(RunLeader(os.Args[1:], os.Environ()))
+	}
+	if b := os.Getenv("FAKE_PI"); b != "" {
+		os.Exit(fakePi(b))
+	}
+	if os.Getenv("FAKE_SUPERVISOR") != "" {
+		os.Exit(fakeSupervisor())
+	}
+	os.Exit(m.Run())
+}
+
+func fakePi(behaviour string) int {
+	out := os.Stdout
+	switch behaviour {
+	case "exit_0":
+		fmt.Fprintln(out, "fake pi ran")
+		return 0
+	case "exit_7":
+		return 7
+	case "env":
+		for _, k := range strings.Split(os.Getenv("FAKE_ENV_KEYS"), ",") {
+			fmt.Fprintf(out, "%s=%s\n", k, os.Getenv(k))
+		}
+		fmt.Fprintf(out, "ppid=%d\n", os.Getppid())
+		return 0
+	case "die_TERM", "die_KILL":
+		sig := syscall.SIGTERM
+		if behaviour == "die_KILL" {
+			sig = syscall.SIGKILL
+		}
+		signal.Reset(sig)
+		syscall.Kill(os.Getpid(), sig)
+		time.Sleep(10 * time.Second)
+		return 99
+	case "hang_until_signal":
+		// Like pi's TUI: catch TERM/HUP/INT, say which arrived, exit 0 on TERM/HUP.
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1)
+		fmt.Fprintln(out, "ready")
+		for s := range sigs {
+			fmt.Fprintf(out, "got %v\n", s)
+			if s == syscall.SIGTERM || s == syscall.SIGHUP {
+				return 0
+			}
+		}
+	case "size":
+		// Report the terminal size at start and after each SIGWINCH.
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGWINCH, syscall.SIGTERM)
+		report := func() {
+			r, c, err := pty.Getsize(os.Stdin)
+			fmt.Fprintf(out, "size %d %d %v\n", r, c, err)
+		}
+		report()
+		for s := range sigs {
+			if s == syscall.SIGTERM {
+				return 0
+			}
+			report()
+		}
+	case "echo":
+		// Read lines from the terminal and echo them, until "quit".
+		fmt.Fprintln(out, "ready")
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			fmt.Fprintf(out, "echo:%s\n", sc.Text())
+			if sc.Text() == "quit" {
+				return 0
+			}
+		}
+		return 3
+	case "suspend":
+		// Like pi's Ctrl+Z: stop the own process group, say so when continued.
+		cont := make(chan os.Signal, 1)
+		signal.Notify(cont, syscall.SIGCONT)
+		fmt.Fprintln(out, "suspending")
+		syscall.Kill(0, syscall.SIGTSTP)
+		select {
+		case <-cont:
+			fmt.Fprintln(out, "resumed")
+			return 0
+		case <-time.After(20 * time.Second):
+			fmt.Fprintln(out, "never resumed")
+			return 5
+		}
+	case "leave_child":
+		// Leave a descendant that keeps the terminal open after pi exits.
+		exe, _ := os.Executable()
+		c := exec.Command(exe)
+		c.Env = append(os.Environ(), "FAKE_PI=linger")
+		c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(out, err)
+			return 4
+		}
+		fmt.Fprintf(out, "child %d\n", c.Process.Pid)
+		return 0
+	case "linger":
+		signal.Ignore(syscall.SIGHUP)
+		time.Sleep(30 * time.Second)
+		return 0
+	case "pgrp":
+		fmt.Fprintf(out, "pgrp=%d pid=%d sid=%d\n", syscall.Getpgrp(), os.Getpid(), mustSid())
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "fake pi: unknown behaviour %q\n", behaviour)
+	return 2
+}
+
+func mustSid() int {
+	sid, _, _ := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	return int(sid)
+}
+
+// fakeSupervisor runs one supervised launch of the fake pi named by
+// FAKE_SUPERVISOR on its own stdin/stdout, as pi-session would, and exits
+// with pi's status. Tests start it as a separate process when they need a
+// process of its own (job control).
+func fakeSupervisor() int {
+	exe, _ := os.Executable()
+	s := New(Options{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Leader: &LeaderSpec{Path: exe, Args: []string{exe}}})
+	defer s.Close()
+	env := append(os.Environ(), "FAKE_PI="+os.Getenv("FAKE_SUPERVISOR"), "FAKE_SUPERVISOR=")
+	res, err := s.Run(context.Background(), Launch{Path: exe, Env: env})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 70
+	}
+	return res.Status()
+}

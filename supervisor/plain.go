@@ -1,0 +1,56 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// runPlain runs one launch with the inherited stdin, stdout and stderr and no
+// PTY, so pi's output streams stay byte for byte what pi writes.
+//
+// Signals: with a controlling terminal, pi shares pi-session's process group
+// so it can read the terminal and gets Ctrl+C, Ctrl+\ and Ctrl+Z from the
+// kernel directly; pi-session forwards only what a terminal never sends
+// (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), so nothing arrives twice. Without one
+// (CI, services), pi gets its own process group and every signal is forwarded
+// to that group.
+func (s *Supervisor) runPlain(ctx context.Context, l Launch, sigs <-chan os.Signal) (Result, error) {
+	cmd := &exec.Cmd{Path: l.Path, Args: append([]string{l.Path}, l.Args...), Env: l.Env, Dir: l.Dir}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.opts.Stdin, s.opts.Stdout, s.opts.Stderr
+	ownGroup := !s.ctty
+	if ownGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	if err := cmd.Start(); err != nil {
+		return Result{}, startError(err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Process.Release()
+	if l.Started != nil {
+		l.Started(pid)
+	}
+	statuses := make(chan syscall.WaitStatus, 4)
+	waitErr := make(chan error, 1)
+	go waitLoop(pid, 0, statuses, waitErr)
+	for {
+		select {
+		case sig := <-sigs:
+			sn := sig.(syscall.Signal)
+			switch {
+			case ownGroup && sn != syscall.SIGWINCH:
+				syscall.Kill(-pid, sn)
+			case sn == syscall.SIGTERM || sn == syscall.SIGHUP || sn == syscall.SIGUSR1 || sn == syscall.SIGUSR2:
+				syscall.Kill(pid, sn)
+			}
+		case ws := <-statuses:
+			return resultOf(pid, ws), nil
+		case err := <-waitErr:
+			return Result{PID: pid}, err
+		case <-ctx.Done():
+			syscall.Kill(pid, syscall.SIGTERM)
+			ctx = context.Background()
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// drainGrace is how long output keeps flowing to the terminal after pi
+// exits, for descendants that still hold the PTY open.
+const drainGrace = 200 * time.Millisecond
+
+// runPTY runs one launch under a fresh PTY: pi (or its session leader) is
+// the session leader of the PTY, the user's terminal is raw while it runs,
+// and bytes, window size and signals are relayed.
+func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal) (Result, error) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return Result{}, &StartError{Code: 71, Err: fmt.Errorf("open a pty: %w", err)}
+	}
+	defer ptmx.Close()
+	_ = copySize(s.opts.Stdin, ptmx) // a terminal without a size keeps the default
+
+	cmd, report, err := s.ptyCommand(l, tty)
+	if err != nil {
+		tty.Close()
+		return Result{}, err
+	}
+	if err := s.makeRaw(); err != nil {
+		tty.Close()
+		return Result{}, &StartError{Code: 71, Err: err}
+	}
+	defer s.restoreTerminal()
+	err = cmd.Start()
+	tty.Close()
+	if len(cmd.ExtraFiles) > 0 {
+		cmd.ExtraFiles[0].Close()
+	}
+	if err != nil {
+		if report != nil {
+			report.Close()
+		}
+		return Result{}, startError(err)
+	}
+	leader := cmd.Process.Pid
+	defer cmd.Process.Release()
+	piPID := leader
+	if report != nil {
+		piPID, err = readLeaderReport(report)
+		if err != nil {
+			// The leader failed to start pi and exits with the code it reported.
+			var ws syscall.WaitStatus
+			syscall.Wait4(leader, &ws, 0, nil)
+			return Result{}, err
+		}
+	}
+	if l.Started != nil {
+		l.Started(piPID)
+	}
+
+	s.target.Store(ptmx)
+	defer s.target.Store(nil)
+	s.pumpOnce.Do(func() { go s.pump() })
+	outDone := make(chan struct{})
+	go s.copyOut(ptmx, outDone)
+
+	statuses := make(chan syscall.WaitStatus, 4)
+	waitErr := make(chan error, 1)
+	go waitLoop(leader, syscall.WUNTRACED|syscall.WCONTINUED, statuses, waitErr)
+
+	for {
+		select {
+		case sig := <-sigs:
+			s.relayPTY(sig.(syscall.Signal), ptmx, leader, piPID)
+		case ws := <-statuses:
+			if ws.Stopped() {
+				s.suspend(ptmx, leader, piPID)
+				continue
+			}
+			if ws.Continued() {
+				continue
+			}
+			drain(ptmx, outDone)
+			return resultOf(piPID, ws), nil
+		case err := <-waitErr:
+			drain(ptmx, outDone)
+			return Result{PID: piPID}, err
+		case <-ctx.Done():
+			syscall.Kill(-piPID, syscall.SIGTERM)
+			ctx = context.Background() // forward once, then wait for the exit
+		}
+	}
+}
+
+// ptyCommand prepares the process that leads the PTY session: the leader,
+// which starts pi in its own foreground process group and reports pi's pid
+// on the returned pipe, or pi itself when no leader is configured.
+func (s *Supervisor) ptyCommand(l Launch, tty *os.File) (*exec.Cmd, *os.File, error) {
+	var cmd *exec.Cmd
+	var report *os.File
+	if s.opts.Leader != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, &StartError{Code: 71, Err: err}
+		}
+		cmd = &exec.Cmd{
+			Path:       s.opts.Leader.Path,
+			Args:       append(append(append([]string{}, s.opts.Leader.Args...), l.Path), l.Args...),
+			Env:        append(append([]string{}, l.Env...), leaderEnv+"=1"),
+			ExtraFiles: []*os.File{w},
+		}
+		report = r
+	} else {
+		cmd = &exec.Cmd{Path: l.Path, Args: append([]string{l.Path}, l.Args...), Env: l.Env}
+	}
+	cmd.Dir = l.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	return cmd, report, nil
+}
+
+// readLeaderReport reads the leader's one line: "pid N" once pi runs, or
+// "err CODE message" when pi could not start.
+func readLeaderReport(r *os.File) (int, error) {
+	defer r.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		return 0, &StartError{Code: 71, Err: fmt.Errorf("the pty session leader ended before starting pi")}
+	}
+	line = strings.TrimSpace(line)
+	if rest, ok := strings.CutPrefix(line, "pid "); ok {
+		pid, err := strconv.Atoi(rest)
+		if err == nil && pid > 0 {
+			return pid, nil
+		}
+	}
+	if rest, ok := strings.CutPrefix(line, "err "); ok {
+		codeStr, msg, _ := strings.Cut(rest, " ")
+		code, err := strconv.Atoi(codeStr)
+		if err != nil {
+			code = 71
+		}
+		return 0, &StartError{Code: code, Err: errors.New(msg)}
+	}
+	return 0, &StartError{Code: 71, Err: fmt.Errorf("the pty session leader said %q", line)}
+}
+
+// relayPTY handles one signal received while pi runs under the PTY.
+func (s *Supervisor) relayPTY(sig syscall.Signal, ptmx *os.File, leader, piPID int) {
+	switch sig {
+	case syscall.SIGWINCH:
+		_ = copySize(s.opts.Stdin, ptmx) // the kernel signals pi's foreground group
+	case syscall.SIGCONT:
+		s.resume(ptmx, leader, piPID)
+	default:
+		// INT, TERM, HUP, QUIT, USR1, USR2 and the job-control stops go to
+		// pi's process group; a stop of pi comes back as a stop of the leader.
+		syscall.Kill(-piPID, sig)
+	}
+}
+
+// suspend follows pi into the background: pi stopped (Ctrl+Z or a stop
+// signal), so pi-session restores the terminal and stops too, the way the
+// shell expects of a job. The SIGCONT that ends the stop arrives as a signal
+// and resumes pi (relayPTY); kill returns before the stop is certain to have
+// happened, so nothing else may follow it here. When nothing could continue
+// pi-session (its process group is orphaned, e.g. it is a tmux pane's
+// command), it resumes pi at once instead of hanging.
+func (s *Supervisor) suspend(ptmx *os.File, leader, piPID int) {
+	if !canStop() {
+		s.resume(ptmx, leader, piPID)
+		return
+	}
+	s.flushOutput(ptmx)
+	s.restoreTerminal()
+	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+}
+
+// flushOutput waits until what pi wrote before it stopped (its terminal
+// restore sequences) has reached the user's terminal: nothing readable in
+// the PTY and nothing in the copier's hands for quietFor in a row, since the
+// kernel moves written bytes to the master side asynchronously. It gives up
+// after drainGrace.
+func (s *Supervisor) flushOutput(ptmx *os.File) {
+	const quietFor = 10 * time.Millisecond
+	deadline := time.Now().Add(drainGrace)
+	quietSince := time.Now()
+	for now := time.Now(); now.Before(deadline); now = time.Now() {
+		var n int
+		err := control(ptmx, func(fd int) (err error) {
+			n, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
+			return err
+		})
+		if err != nil {
+			return
+		}
+		if n > 0 || s.copying.Load() != 0 {
+			quietSince = now
+		} else if now.Sub(quietSince) >= quietFor {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// control runs fn on f's descriptor without f.Fd(), which would switch a
+// pollable file (the PTY master) to blocking mode and disable its deadlines.
+func control(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// copySize copies the window size of terminal from to terminal to.
+func copySize(from, to *os.File) error {
+	var ws *unix.Winsize
+	err := control(from, func(fd int) (err error) {
+		ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return control(to, func(fd int) error { return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) })
+}
+
+// resume puts the terminal back in raw mode, copies its size, and continues
+// the leader and pi.
+func (s *Supervisor) resume(ptmx *os.File, leader, piPID int) {
+	_ = s.makeRaw()
+	_ = copySize(s.opts.Stdin, ptmx)
+	syscall.Kill(leader, syscall.SIGCONT)
+	syscall.Kill(-piPID, syscall.SIGCONT)
+}
+
+// canStop reports whether stopping this process hands control back to a job
+// control shell: the parent is in the same session but another process group.
+func canStop() bool {
+	self, err1 := procStat(os.Getpid())
+	parent, err2 := procStat(os.Getppid())
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return parent.session == self.session && parent.pgrp != self.pgrp
+}
+
+type statFields struct{ pgrp, session int }
+
+// procStat reads the process group and session from /proc/<pid>/stat.
+func procStat(pid int) (statFields, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return statFields{}, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return statFields{}, fmt.Errorf("supervisor: malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ...
+	if len(f) < 4 {
+		return statFields{}, fmt.Errorf("supervisor: short /proc/%d/stat", pid)
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	sess, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil {
+		return statFields{}, fmt.Errorf("supervisor: malformed /proc/%d/stat", pid)
+	}
+	return statFields{pgrp: pgrp, session: sess}, nil
+}
+
+// pump copies the user's keyboard to the current PTY for the life of the
+// process; input arriving between launches is dropped.
+func (s *Supervisor) pump() {
+	defer s.rescue()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.opts.Stdin.Read(buf)
+		if n > 0 {
+			if t := s.target.Load(); t != nil {
+				t.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// copyOut copies pi's output to the user's terminal until the PTY closes.
+// When the terminal stops accepting output it keeps reading, so pi never
+// blocks on a full PTY.
+func (s *Supervisor) copyOut(ptmx *os.File, done chan<- struct{}) {
+	defer close(done)
+	defer s.rescue()
+	buf := make([]byte, 128<<10)
+	var werr error
+	for {
+		n, err := ptmx.Read(buf)
+		if n > 0 && werr == nil {
+			s.copying.Add(1)
+			_, werr = s.opts.Stdout.Write(buf[:n])
+			s.copying.Add(-1)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain lets the last output reach the terminal: it waits for the PTY to
+// report end of output (all holders of its other end closed), or at most
+// drainGrace, then cuts it off.
+func drain(ptmx *os.File, outDone <-chan struct{}) {
+	select {
+	case <-outDone:
+		return
+	case <-time.After(drainGrace):
+	}
+	_ = ptmx.SetReadDeadline(time.Now())
+	<-outDone
+}

@@ -1,0 +1,267 @@
+// Package supervisor runs pi as a child process, under a PTY when the user is at a terminal, and reports how it ended.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+// Launch describes one pi process to run.
+type Launch struct {
+	Path    string   // the pi executable
+	Args    []string // pi's arguments, without argv[0]
+	Dir     string   // working directory; "" for the current one
+	Env     []string // the child's whole environment
+	Started func(pid int)
+}
+
+// Result says how one launch ended.
+type Result struct {
+	PID         int            // pi's pid
+	Code        int            // pi's exit status when Signal is 0
+	Signal      syscall.Signal // the signal that killed pi, 0 if it exited
+	Interrupted syscall.Signal // the first stop request (SIGTERM, SIGHUP, SIGQUIT) pi-session received, 0 if none
+}
+
+// Status is the shell's view of the result: the code, or 128+n for signal n.
+func (r Result) Status() int {
+	if r.Signal != 0 {
+		return 128 + int(r.Signal)
+	}
+	return r.Code
+}
+
+// StartError is a failure to start pi; Code is the exit status pi-session
+// should use (127 not found, 126 not executable, 71 other).
+type StartError struct {
+	Code int
+	Err  error
+}
+
+func (e *StartError) Error() string { return "supervisor: start pi: " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// LeaderSpec says how to start the PTY session leader: pi-session's own
+// executable in leader mode (see RunLeader). Args includes argv[0].
+type LeaderSpec struct {
+	Path string
+	Args []string
+}
+
+// Options configure a Supervisor.
+type Options struct {
+	Stdin, Stdout, Stderr *os.File
+	// Leader starts the PTY session leader that gives pi job control
+	// (Ctrl+Z). Without one, pi itself leads the PTY session and its
+	// suspend requests are discarded by the kernel.
+	Leader *LeaderSpec
+}
+
+// Supervisor runs launches one after another on the same terminal. Create it
+// once per pi-session process and Close it on every exit path.
+type Supervisor struct {
+	opts        Options
+	interactive bool // stdin and stdout are terminals: use a PTY
+	ctty        bool // a controlling terminal exists (non-interactive signal policy)
+
+	sigs        chan os.Signal
+	interrupted atomic.Int32
+
+	mu      sync.Mutex
+	handler chan os.Signal // the running launch's signal channel, nil between launches
+	saved   *term.State    // the user's terminal state before raw mode
+	raw     bool
+
+	target   atomic.Pointer[os.File] // where keyboard input goes: the current PTY master
+	copying  atomic.Int32            // the output copier holds bytes not yet written
+	pumpOnce sync.Once
+}
+
+// Signals pi-session handles while it supervises.
+var handled = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGCONT,
+	syscall.SIGWINCH, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// isStopRequest reports whether sig asks pi-session to stop: it is forwarded
+// to pi and forbids any later relaunch.
+func isStopRequest(sig os.Signal) bool {
+	return sig == syscall.SIGTERM || sig == syscall.SIGHUP || sig == syscall.SIGQUIT
+}
+
+// New starts handling signals and returns a Supervisor. It decides once
+// whether pi runs under a PTY: only when both stdin and stdout are terminals.
+func New(opts Options) *Supervisor {
+	s := &Supervisor{
+		opts:        opts,
+		interactive: term.IsTerminal(int(opts.Stdin.Fd())) && term.IsTerminal(int(opts.Stdout.Fd())),
+		sigs:        make(chan os.Signal, 32),
+	}
+	if !s.interactive {
+		s.ctty = hasControllingTerminal()
+	}
+	signal.Notify(s.sigs, handled...)
+	go s.signalLoop()
+	return s
+}
+
+// Interactive reports whether launches run under a PTY.
+func (s *Supervisor) Interactive() bool { return s.interactive }
+
+// Interrupted returns the first stop request received so far, or 0.
+func (s *Supervisor) Interrupted() syscall.Signal { return syscall.Signal(s.interrupted.Load()) }
+
+func (s *Supervisor) signalLoop() {
+	defer s.rescue()
+	for sig := range s.sigs {
+		if isStopRequest(sig) {
+			s.interrupted.CompareAndSwap(0, int32(sig.(syscall.Signal)))
+		}
+		s.mu.Lock()
+		h := s.handler
+		s.mu.Unlock()
+		if h != nil {
+			select {
+			case h <- sig:
+			default: // the launch is gone or flooded; a later signal will do
+			}
+		}
+	}
+}
+
+// Run starts one pi and waits until it ends, forwarding signals and, under a
+// PTY, the terminal's bytes and size. The terminal is back in its original
+// state when Run returns.
+func (s *Supervisor) Run(ctx context.Context, l Launch) (Result, error) {
+	h := make(chan os.Signal, 64)
+	s.mu.Lock()
+	s.handler = h
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.handler = nil
+		s.mu.Unlock()
+	}()
+	var res Result
+	var err error
+	if s.interactive {
+		res, err = s.runPTY(ctx, l, h)
+	} else {
+		res, err = s.runPlain(ctx, l, h)
+	}
+	res.Interrupted = s.Interrupted()
+	return res, err
+}
+
+// Close restores the terminal and stops signal handling. Safe to call twice.
+func (s *Supervisor) Close() {
+	s.restoreTerminal()
+	signal.Stop(s.sigs)
+}
+
+// Notice prints one line for the user on stderr, prefixed "pi-session: ".
+func (s *Supervisor) Notice(format string, args ...any) {
+	line := "pi-session: " + fmt.Sprintf(format, args...) + "\n"
+	s.mu.Lock()
+	raw := s.raw
+	s.mu.Unlock()
+	if raw {
+		line = "\r" + line[:len(line)-1] + "\r\n"
+	}
+	fmt.Fprint(s.opts.Stderr, line)
+}
+
+// rescue restores the terminal if a goroutine panics, then lets it crash.
+func (s *Supervisor) rescue() {
+	if r := recover(); r != nil {
+		s.restoreTerminal()
+		panic(r)
+	}
+}
+
+// makeRaw puts the user's terminal in raw mode, remembering the original
+// state the first time.
+func (s *Supervisor) makeRaw() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fd := int(s.opts.Stdin.Fd())
+	st, err := term.MakeRaw(fd)
+	if err != nil {
+		return fmt.Errorf("supervisor: raw mode: %w", err)
+	}
+	if s.saved == nil {
+		s.saved = st
+	}
+	s.raw = true
+	return nil
+}
+
+// restoreTerminal puts the user's terminal back as it was before raw mode.
+func (s *Supervisor) restoreTerminal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved != nil && s.raw {
+		_ = term.Restore(int(s.opts.Stdin.Fd()), s.saved)
+	}
+	s.raw = false
+}
+
+// hasControllingTerminal reports whether this process has a controlling
+// terminal, whose keys (Ctrl+C, Ctrl+\, Ctrl+Z) signal the foreground group.
+func hasControllingTerminal() bool {
+	f, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// startError classifies an exec failure into pi-session's exit codes.
+func startError(err error) error {
+	code := 71
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOENT):
+		code = 127
+	case errors.Is(err, os.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC):
+		code = 126
+	}
+	return &StartError{Code: code, Err: err}
+}
+
+// waitLoop reaps pid with wait4 and sends every status change; it ends after
+// the exit status.
+func waitLoop(pid int, options int, out chan<- syscall.WaitStatus, errc chan<- error) {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, options, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			errc <- fmt.Errorf("supervisor: wait for %d: %w", pid, err)
+			return
+		}
+		out <- ws
+		if ws.Exited() || ws.Signaled() {
+			return
+		}
+	}
+}
+
+// resultOf converts a final wait status.
+func resultOf(pid int, ws syscall.WaitStatus) Result {
+	if ws.Signaled() {
+		return Result{PID: pid, Signal: ws.Signal()}
+	}
+	return Result{PID: pid, Code: ws.ExitStatus()}
+}
