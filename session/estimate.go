@@ -174,7 +174,11 @@ func stringifyLen(v []byte) int {
 				return n
 			}
 			f, _ := strconv.ParseFloat(string(v[i:end]), 64)
-			n += len(jsNumber(f))
+			if math.IsInf(f, 0) {
+				n += len("null") // JSON.stringify(Infinity)
+			} else {
+				n += len(jsNumber(f))
+			}
 			i = end
 		default: // punctuation and true/false/null
 			i++
@@ -261,8 +265,12 @@ func jsNumber(f float64) string {
 	switch {
 	case f == 0:
 		return "0"
-	case math.IsInf(f, 0) || math.IsNaN(f):
-		return "null" // what JSON.stringify writes
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
 	}
 	sign := ""
 	if f < 0 {

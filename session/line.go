@@ -15,11 +15,11 @@ func (s span) ok() bool { return s.start >= 0 }
 type lineKind int
 
 const (
-	lineBlank    lineKind = iota // only whitespace: skipped silently
-	lineInvalid                  // not JSON: pi skips it
-	lineFalsy                    // JSON null, false, 0 or "": pi skips it
-	lineValue                    // other JSON that is not an object: pi keeps it, but it is no entry
-	lineObject                   // a JSON object
+	lineBlank   lineKind = iota // only whitespace: skipped silently
+	lineInvalid                 // not JSON: pi skips it
+	lineFalsy                   // JSON null, false, 0 or "": pi skips it
+	lineValue                   // other JSON that is not an object: pi keeps it, but it is no entry
+	lineObject                  // a JSON object
 )
 
 // fields are the spans of the top-level members the reader looks at. The

@@ -143,10 +143,15 @@ func skipNumber(b []byte, i int) (int, error) {
 }
 
 func skipLiteral(b []byte, i int, lit string) (int, error) {
-	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
-		return i + len(lit), nil
+	for j := 0; j < len(lit); j++ {
+		if i+j >= len(b) {
+			return i + j, errAt(i+j, "unexpected end of line in literal %s", lit)
+		}
+		if b[i+j] != lit[j] {
+			return i + j, errAt(i+j, "invalid character %q in literal %s", b[i+j], lit)
+		}
 	}
-	return i, errAt(i, "invalid character %q", b[i])
+	return i + len(lit), nil
 }
 
 // skipValue validates the JSON value at b[i:] (after optional whitespace) and
