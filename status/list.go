@@ -1,0 +1,86 @@
+package status
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Entry is one record file as a reader sees it.
+type Entry struct {
+	SessionID string // from the file name
+	Path      string
+	ModTime   time.Time
+	Record    *Record // nil when Err is set
+	Err       error   // the file could not be read or is not a record
+	State     State   // Corrupt when Err is set
+}
+
+// List reads every record whose session id starts with prefix ("" for all)
+// and classifies it with table. An unreadable or corrupt record is returned
+// as an Entry with Err set and State Corrupt; the others are still listed.
+// Entries are in session id order. The error is for an unreadable directory;
+// a missing one holds no records.
+func (s *Store) List(table ProcessTable, prefix string) ([]Entry, error) {
+	names, err := s.recordNames()
+	if err != nil {
+		return nil, err
+	}
+	boot := table.BootID()
+	cache := map[int]Process{}
+	var out []Entry
+	for _, name := range names {
+		id := strings.TrimSuffix(name, ".json")
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		e := Entry{SessionID: id, Path: filepath.Join(s.dir, name)}
+		e.Record, e.ModTime, e.Err = readRecord(e.Path)
+		if e.Err != nil {
+			e.State = Corrupt
+			out = append(out, e)
+			continue
+		}
+		p, ok := cache[e.Record.PID]
+		if !ok && e.Record.EndedAt == nil && e.Record.PID > 0 {
+			p = table.Lookup(e.Record.PID)
+			cache[e.Record.PID] = p
+		}
+		e.State = Classify(e.Record, p, boot)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// maxRecordSize bounds what a reader loads: a record is a few hundred bytes.
+const maxRecordSize = 1 << 20
+
+// readRecord reads and parses one record file and returns its mtime.
+func readRecord(path string) (*Record, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("status: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("status: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi.ModTime(), fmt.Errorf("status: %s: not a regular file", path)
+	}
+	if fi.Size() > maxRecordSize {
+		return nil, fi.ModTime(), fmt.Errorf("status: %s: %w: %d bytes", path, ErrCorrupt, fi.Size())
+	}
+	b := make([]byte, fi.Size())
+	if n, err := f.ReadAt(b, 0); n < len(b) {
+		return nil, fi.ModTime(), fmt.Errorf("status: read %s: %w", path, err)
+	}
+	r, err := Parse(b)
+	if err != nil {
+		return nil, fi.ModTime(), err
+	}
+	return r, fi.ModTime(), nil
+}

@@ -1,0 +1,177 @@
+package status
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+func TestWindow(t *testing.T) {
+	names := []string{"a", "b", "c", "d", "e"}
+	for _, tc := range []struct {
+		cursor string
+		limit  int
+		want   []string
+	}{
+		{"", 2, []string{"a", "b"}},
+		{"", 10, names},
+		{"b", 2, []string{"c", "d"}},
+		{"d", 2, []string{"e"}},
+		{"e", 2, []string{"a", "b"}},  // past the end: wrap
+		{"zz", 2, []string{"a", "b"}}, // after every name: wrap
+		{"bb", 2, []string{"c", "d"}}, // a removed name: continue after it
+		{"0", 1, []string{"a"}},       // before every name
+		{"c", 0, []string{}},          // a zero limit examines nothing
+	} {
+		got := Window(names, tc.cursor, tc.limit)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Window(%v, %q, %d) (-want +got):\n%s", names, tc.cursor, tc.limit, diff)
+		}
+	}
+	if got := Window(nil, "x", 5); len(got) != 0 {
+		t.Errorf("Window(nil) = %v, want empty", got)
+	}
+}
+
+// pruneCase is a golden scenario in testdata/prune/*.json.
+type pruneCase struct {
+	Comment string    `json:"comment"`
+	Now     time.Time `json:"now"`
+	Current string    `json:"current"`
+	Cursor  string    `json:"cursor"`
+	Limit   int       `json:"limit"`
+	Examine *int      `json:"examine"` // examine only this many of the window (the budget ran out)
+	Records []struct {
+		Name      string `json:"name"`
+		SessionID string `json:"sessionId"`
+		Age       string `json:"age"`
+		Err       string `json:"err"`
+		PID       int    `json:"pid"`
+		Marker    string `json:"marker"`
+	} `json:"records"`
+	PIDs    map[string]string `json:"pids"`
+	Markers map[string]string `json:"markers"`
+}
+
+func TestPlanPruneGolden(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "prune", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no scenarios in testdata/prune")
+	}
+	pidStates := map[string]PIDState{"alive": PIDAlive, "dead": PIDDead, "eperm": PIDDenied, "unknown": PIDUnknown}
+	markerStates := map[string]MarkerState{"gone": MarkerGone, "retained": MarkerRetained, "unknown": MarkerUnknown}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pc pruneCase
+			if err := json.Unmarshal(b, &pc); err != nil {
+				t.Fatal(err)
+			}
+			in := PruneInput{Now: pc.Now, MaxAge: DefaultMaxAge, Current: pc.Current, PIDs: map[int]PIDState{}, Markers: map[string]MarkerState{}}
+			byName := map[string]Candidate{}
+			for _, r := range pc.Records {
+				age, err := time.ParseDuration(r.Age)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byName[r.Name] = Candidate{Name: r.Name, ModTime: pc.Now.Add(-age), Err: r.Err, SessionID: r.SessionID, PID: r.PID, Marker: r.Marker}
+				in.Names = append(in.Names, r.Name)
+			}
+			slices.Sort(in.Names)
+			for k, v := range pc.PIDs {
+				pid, _ := strconv.Atoi(k)
+				in.PIDs[pid] = pidStates[v]
+			}
+			for k, v := range pc.Markers {
+				in.Markers[k] = markerStates[v]
+			}
+			window := Window(in.Names, pc.Cursor, pc.Limit)
+			if pc.Examine != nil {
+				window = window[:*pc.Examine]
+			}
+			for _, n := range window {
+				in.Examined = append(in.Examined, byName[n])
+			}
+			plan := PlanPrune(in)
+
+			var out strings.Builder
+			fmt.Fprintf(&out, "# %s\ncursor %q, limit %d\nexamined: %s\n", pc.Comment, pc.Cursor, pc.Limit, strings.Join(window, " "))
+			for _, d := range plan.Remove {
+				fmt.Fprintf(&out, "remove %-28s %s\n", d.Name, d.Reason)
+			}
+			for _, d := range plan.Keep {
+				fmt.Fprintf(&out, "keep   %-28s %s\n", d.Name, d.Reason)
+			}
+			fmt.Fprintf(&out, "next cursor: %q\n", plan.Next)
+			golden(t, filepath.Join("testdata", "prune", name+".golden"), out.String())
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// TestPlanPruneRemovesOnlyConfirmedDead states the rule directly: over every
+// combination of facts, a record is removed only when all conditions hold.
+func TestPlanPruneRemovesOnlyConfirmedDead(t *testing.T) {
+	now := t0
+	for _, current := range []bool{false, true} {
+		for _, corrupt := range []bool{false, true} {
+			for _, age := range []time.Duration{time.Hour, DefaultMaxAge, DefaultMaxAge + time.Nanosecond} {
+				for _, pid := range []int{0, 7} {
+					for _, ps := range []PIDState{PIDUnknown, PIDAlive, PIDDead, PIDDenied} {
+						for _, marker := range []string{"", "/m"} {
+							for _, ms := range []MarkerState{MarkerUnknown, MarkerGone, MarkerRetained} {
+								c := Candidate{Name: "s.json", ModTime: now.Add(-age), PID: pid, Marker: marker}
+								if corrupt {
+									c.Err = "corrupt"
+								}
+								cur := ""
+								if current {
+									cur = "s"
+								}
+								plan := PlanPrune(PruneInput{
+									Now: now, MaxAge: DefaultMaxAge, Current: cur, Names: []string{"s.json"},
+									Examined: []Candidate{c}, PIDs: map[int]PIDState{7: ps}, Markers: map[string]MarkerState{"/m": ms},
+								})
+								want := !current && !corrupt && age > DefaultMaxAge && pid > 0 && ps == PIDDead && (marker == "" || ms == MarkerGone)
+								if got := len(plan.Remove) == 1; got != want || len(plan.Remove)+len(plan.Keep) != 1 {
+									t.Errorf("PlanPrune(%+v, current=%v, pid %v, marker %v) = %+v, want remove=%v", c, current, ps, ms, plan, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
