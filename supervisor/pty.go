@@ -24,7 +24,7 @@ const drainGrace = 200 * time.Millisecond
 // the session leader of the PTY, the user's terminal is raw while it runs,
 // and bytes, window size and signals are relayed.
 func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal) (Result, error) {
-	ptmx, tty, err := pty.Open()
+	ptmx, tty, err := openPTY()
 	if err != nil {
 		return Result{}, &StartError{Code: 71, Err: fmt.Errorf("open a pty: %w", err)}
 	}
@@ -100,6 +100,26 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 			ctx = context.Background() // forward once, then wait for the exit
 		}
 	}
+}
+
+// openPTY opens a PTY pair whose master is in non-blocking mode and
+// registered with Go's poller, so reads honour deadlines and Close
+// interrupts them. (pty.Open leaves the master blocking: it calls Fd.)
+func openPTY() (ptmx, tty *os.File, err error) {
+	m, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	m.Close()
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	if err != nil {
+		tty.Close()
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
 }
 
 // ptyCommand prepares the process that leads the PTY session: the leader,
