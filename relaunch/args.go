@@ -1,6 +1,9 @@
 package relaunch
 
-import "strings"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // Kind classifies one command-line item the way pi 1.6's parser reads it.
 type Kind int
@@ -176,4 +179,48 @@ func Argv(original []string, launchPrompt *string, handoff string) []string {
 		out = append(out, "@"+*launchPrompt)
 	}
 	return append(out, "continue from "+handoff)
+}
+
+// Flags whose value is a local path that pi resolves against its working
+// directory, unless it names a package source (npm:, git:, builtin:, ...).
+var pathValued = map[string]bool{
+	"-e": true, "--extension": true, "--skill": true,
+	"--prompt-template": true, "--theme": true, "--session-dir": true,
+}
+
+// Flags whose value is text, or a path when a file by that name exists.
+var textOrPath = map[string]bool{"--system-prompt": true, "--append-system-prompt": true}
+
+// Relocate makes the path values of options absolute against dir, the
+// directory pi-session started in, so that a relaunch in the marker's cwd
+// loads the same extensions, skills, themes and prompt files. isFile answers
+// whether a --system-prompt value names an existing file (then it is a path).
+// Messages and @files are left alone: a relaunch drops them.
+func Relocate(args []string, dir string, isFile func(string) bool) []string {
+	out := make([]string, 0, len(args))
+	for _, it := range Parse(args) {
+		toks := it.Tokens
+		if it.Kind == Option && len(toks) == 2 && !filepath.IsAbs(toks[1]) {
+			v := toks[1]
+			switch {
+			case pathValued[toks[0]] && isLocalPath(v) && !strings.HasPrefix(v, "~"):
+				toks = []string{toks[0], filepath.Join(dir, v)}
+			case textOrPath[toks[0]] && isFile(filepath.Join(dir, v)):
+				toks = []string{toks[0], filepath.Join(dir, v)}
+			}
+		}
+		out = append(out, toks...)
+	}
+	return out
+}
+
+// isLocalPath mirrors pi's isLocalPath: package sources are not paths.
+func isLocalPath(v string) bool {
+	v = strings.TrimSpace(v)
+	for _, p := range []string{"npm:", "git:", "github:", "http:", "https:", "ssh:", "builtin:", "file:"} {
+		if strings.HasPrefix(v, p) {
+			return false
+		}
+	}
+	return v != ""
 }

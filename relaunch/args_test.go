@@ -123,3 +123,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestRelocate(t *testing.T) {
+	isFile := func(p string) bool { return p == "/start/prompt.md" }
+	args := []string{"-e", "./ext.ts", "--extension", "npm:@x/y", "-e", "builtin:mcp", "--skill", "skills",
+		"--theme", "/abs/t.json", "--session-dir", "~/s", "--system-prompt", "prompt.md",
+		"--append-system-prompt", "be brief", "--model", "m", "@rel.md", "msg"}
+	want := []string{"-e", "/start/ext.ts", "--extension", "npm:@x/y", "-e", "builtin:mcp", "--skill", "/start/skills",
+		"--theme", "/abs/t.json", "--session-dir", "~/s", "--system-prompt", "/start/prompt.md",
+		"--append-system-prompt", "be brief", "--model", "m", "@rel.md", "msg"}
+	if d := cmp.Diff(want, Relocate(args, "/start", isFile)); d != "" {
+		t.Errorf("Relocate mismatch (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pi-session/pi-session/supervisor"
+)
+
+// invocation is one run of pi-session: its arguments (after the command
+// word, for subcommands), environment and standard streams.
+type invocation struct {
+	argv0  string
+	args   []string
+	env    *environ
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+}
+
+// errorf prints one line "pi-session: ..." on stderr and returns code.
+func (inv *invocation) errorf(code int, format string, args ...any) int {
+	fmt.Fprintf(inv.stderr, "pi-session: "+format+"\n", args...)
+	return code
+}
+
+// command runs one of pi-session's own subcommands and returns its exit status.
+type command func(ctx context.Context, inv *invocation) int
+
+// commands are pi-session's reserved first words. `pi-session -- <word>`
+// sends the word to pi instead.
+var commands = map[string]command{
+	"version": cmdVersion,
+	"status":  notYet("status"),
+	"prune":   notYet("prune"),
+	"serve":   notYet("serve"),
+	"setup":   notYet("setup"),
+	"doctor":  notYet("doctor"),
+	"demo":    notYet("demo"),
+}
+
+// notYet reserves a word for a command a later version provides.
+func notYet(name string) command {
+	return func(ctx context.Context, inv *invocation) int {
+		return inv.errorf(exitUsage, "%s is reserved for a pi-session command this build does not have yet; to send %q to pi as a prompt, run: pi-session -- %s", name, name, name)
+	}
+}
+
+// piSubcommands are pi's own first words; pi-session execs pi for them.
+var piSubcommands = map[string]bool{
+	"install": true, "remove": true, "uninstall": true, "update": true,
+	"list": true, "config": true, "auth": true, "mcp": true,
+}
+
+// run is the whole program: main only calls it.
+func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr *os.File) int {
+	if supervisor.IsLeader(env) {
+		return supervisor.RunLeader(argv[1:], env)
+	}
+	inv := &invocation{argv0: argv[0], args: argv[1:], env: newEnviron(env), stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(inv.args) > 0 {
+		if cmd, ok := commands[inv.args[0]]; ok {
+			sub := *inv
+			sub.args = inv.args[1:]
+			return cmd(ctx, &sub)
+		}
+	}
+	args := inv.args
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	switch execReason(args) {
+	case "help":
+		printHelp(stdout)
+		return execPi(inv, args)
+	case "exec":
+		return execPi(inv, args)
+	}
+	return supervise(ctx, inv, args)
+}
+
+// execReason says whether pi's arguments are a one-shot pi command that
+// pi-session hands to pi with exec, unsupervised: "help" for --help, "exec"
+// for pi's subcommands, --version, --export and --list-models, "" otherwise.
+func execReason(args []string) string {
+	if len(args) > 0 && piSubcommands[args[0]] {
+		return "exec"
+	}
+	reason := ""
+	for _, a := range args {
+		switch a {
+		case "--":
+			return reason
+		case "--help", "-h":
+			return "help"
+		case "--version", "-v", "--export", "--list-models":
+			reason = "exec"
+		}
+	}
+	return reason
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, strings.TrimLeft(helpText, "\n"))
+}
+
+const helpText = `
+pi-session - runs pi under supervision and relaunches it from verified handoffs
+
+Usage:
+  pi-session [pi options] [--] [@files...] [messages...]   run pi (alias pi=pi-session)
+  pi-session -- <word> ...                                 send a reserved word to pi as a prompt
+  pi-session version                                       pi-session's version and the pi it runs
+  (reserved: status, prune, serve, setup, doctor, demo)
+
+Every argument goes to pi unchanged; a leading "--" is removed. pi's own
+subcommands (install, remove, uninstall, update, list, config, auth, mcp) and
+--help, --version, --export, --list-models are handed to pi directly.
+On relaunch pi-session keeps your options but drops session selectors
+(-c, -r, --session, --session-id, --fork), initial messages and @files.
+Write extension flags as --flag=value: like pi, pi-session reads
+"--flag word" as a flag with the value "word".
+
+Environment:
+  PI_SESSION_PI                       the real pi (default: pi on PATH, never pi-session itself)
+  PI_SESSION_MARKER_DIR               relaunch marker directory (default <agent dir>/relaunch)
+  PI_SESSION_MAX_RELAUNCHES_PER_HOUR  relaunches per rolling hour (default 5; 0 turns relaunch off)
+  PI_CODING_AGENT_DIR                 pi's agent directory (default ~/.pi/agent)
+  Set for pi only: PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID, PI_RELAUNCH_MARKER
+
+Exit status:
+  pi's own status; 128+n when pi died of signal n, or when pi-session itself
+  received SIGTERM, SIGHUP or SIGQUIT (n) and pi then exited 0.
+  64  usage error            73  cannot create the marker directory
+  70  internal error         78  invalid configuration (an environment variable)
+  71  system error (PTY)     126 pi found but not executable
+                             127 pi not found
+
+pi's own help follows.
+
+`

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/relaunch"
+	"github.com/pi-session/pi-session/supervisor"
+)
+
+// supervise runs pi with args until it exits without a valid relaunch
+// marker, relaunching it in between. It returns pi-session's exit status.
+func supervise(ctx context.Context, inv *invocation, args []string) int {
+	limit, err := relaunchLimit(inv.env)
+	if err != nil {
+		return inv.errorf(exitConfig, "%v", err)
+	}
+	pi, err := findPi(inv.env)
+	if err != nil {
+		var pe *piError
+		errors.As(err, &pe)
+		return inv.errorf(pe.code, "%s", pe.msg)
+	}
+	markerDir := paths.MarkerDir(inv.env.Get)
+	if err := os.MkdirAll(markerDir, 0o700); err != nil {
+		return inv.errorf(exitCantCreate, "cannot create the marker directory: %v (set PI_SESSION_MARKER_DIR to a writable directory)", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return inv.errorf(exitOSErr, "cannot find pi-session's own executable: %v", err)
+	}
+	relocated := relaunch.Relocate(args, workingDir(inv.env), isFile)
+	mode := relaunch.Mode(relaunch.Parse(args))
+
+	sup := supervisor.New(supervisor.Options{
+		Stdin: inv.stdin, Stdout: inv.stdout, Stderr: inv.stderr,
+		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
+	})
+	defer sup.Close()
+
+	var history []time.Time
+	launchArgs, dir := args, ""
+	for {
+		launchID, err := marker.NewLaunchID()
+		if err != nil {
+			return inv.errorf(exitOSErr, "%v", err)
+		}
+		markerPath := marker.Path(markerDir, os.Getpid(), launchID)
+		res, err := sup.Run(ctx, supervisor.Launch{
+			Path: pi,
+			Args: launchArgs,
+			Dir:  dir,
+			Env: inv.env.With(
+				marker.EnvWrapper+"=1",
+				marker.EnvWrapperPID+"="+strconv.Itoa(os.Getpid()),
+				marker.EnvLaunchID+"="+launchID,
+				marker.EnvMarker+"="+markerPath,
+			),
+		})
+		if err != nil {
+			var se *supervisor.StartError
+			if errors.As(err, &se) {
+				return inv.errorf(se.Code, "cannot start %s: %v", pi, se.Err)
+			}
+			return inv.errorf(exitInternal, "%v", err)
+		}
+		exit := relaunch.Exit{Code: res.Code, Signal: res.Signal}
+		now := time.Now()
+		d := relaunch.Decide(relaunch.Input{
+			Observed: relaunch.Inspect(markerPath, exit, res.Interrupted, relaunch.OS{}),
+			LaunchID: launchID,
+			Args:     relocated,
+			Mode:     mode,
+			Now:      now,
+			History:  history,
+			Limit:    limit,
+		})
+		if d.Message != "" {
+			sup.Notice("%s", d.Message)
+		}
+		if !d.Relaunch {
+			return exitStatus(res)
+		}
+		if err := os.Remove(markerPath); err != nil {
+			sup.Notice("cannot remove the used marker %s: %v", markerPath, err)
+		}
+		history = append(history, now)
+		launchArgs, dir = d.Argv, d.Dir
+	}
+}
+
+// exitStatus is pi-session's status for a final launch: pi's own, except
+// that a stop request pi-session received turns a clean exit into 128+n.
+func exitStatus(res supervisor.Result) int {
+	if s := res.Status(); s != 0 || res.Interrupted == 0 {
+		return s
+	}
+	return exitSignalBase + int(res.Interrupted)
+}
+
+// relaunchLimit reads PI_SESSION_MAX_RELAUNCHES_PER_HOUR.
+func relaunchLimit(env *environ) (int, error) {
+	v, ok := env.Lookup("PI_SESSION_MAX_RELAUNCHES_PER_HOUR")
+	if !ok || v == "" {
+		return relaunch.DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("PI_SESSION_MAX_RELAUNCHES_PER_HOUR=%q is not a whole number >= 0 (default %d; 0 turns relaunch off)", v, relaunch.DefaultLimit)
+	}
+	return n, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

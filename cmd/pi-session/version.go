@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// version is set at build time by the Makefile (-ldflags -X main.version=...).
+var version = ""
+
+// Version is pi-session's version: the build-time stamp, else the module
+// version Go recorded (a tag, or a pseudo-version from the commit).
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// cmdVersion prints pi-session's version and the pi it would run.
+func cmdVersion(ctx context.Context, inv *invocation) int {
+	if len(inv.args) > 0 {
+		return inv.errorf(exitUsage, "version takes no arguments")
+	}
+	fmt.Fprintf(inv.stdout, "pi-session %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	pi, err := findPi(inv.env)
+	if err != nil {
+		fmt.Fprintf(inv.stdout, "pi: not found: %v\n", err)
+		var pe *piError
+		errors.As(err, &pe)
+		return pe.code
+	}
+	v, err := piVersion(ctx, pi, inv.env.List())
+	if err != nil {
+		fmt.Fprintf(inv.stdout, "pi: %s (version unknown: %v)\n", pi, err)
+		return 0
+	}
+	fmt.Fprintf(inv.stdout, "pi: %s (%s)\n", pi, v)
+	return 0
+}
+
+// piVersion runs `pi --version`.
+func piVersion(ctx context.Context, pi string, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pi, "--version")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
