@@ -14,4 +14,5 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.10 // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 )

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pi-session/pi-session/marker"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"pi-session": func() {
+			os.Exit(run(context.Background(), os.Args, os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+		},
+		"fakepi-impl": func() { os.Exit(fakePi()) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			// fakepi is a script, not a hard link of the test binary, so
+			// pi-session does not take it for itself.
+			bin := filepath.Join(env.WorkDir, ".fakebin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				return err
+			}
+			script := "#!/bin/sh\nexec fakepi-impl \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(bin, "fakepi"), []byte(script), 0o755); err != nil {
+				return err
+			}
+			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			env.Setenv("PI_SESSION_PI", "fakepi")
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("PI_CODING_AGENT_DIR", filepath.Join(env.WorkDir, "agent"))
+			env.Setenv("FAKEPI_LOG", filepath.Join(env.WorkDir, "launches.jsonl"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"expectcode": expectCode,
+			"launches":   countLaunches,
+			"markers":    countMarkers,
+		},
+	})
+}
+
+// expectcode N prog args... runs prog and requires exit status N.
+func expectCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: expectcode N prog [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("expectcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		msg := err.Error()
+		if _, err := fmt.Sscanf(msg, "exit status %d", &got); err != nil {
+			ts.Fatalf("expectcode: %s: %v", args[1], msg)
+		}
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// launches N requires that fakepi ran N times.
+func countLaunches(ts *testscript.TestScript, neg bool, args []string) {
+	want, _ := strconv.Atoi(args[0])
+	got := 0
+	if f, err := os.Open(ts.Getenv("FAKEPI_LOG")); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			got++
+		}
+		f.Close()
+	}
+	if got != want {
+		ts.Fatalf("fakepi ran %d times, want %d", got, want)
+	}
+}
+
+// markers N requires N marker files in the marker directory.
+func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
+	want, _ := strconv.Atoi(args[0])
+	dir := filepath.Join(ts.Getenv("PI_CODING_AGENT_DIR"), "relaunch")
+	if d := ts.Getenv("PI_SESSION_MARKER_DIR"); d != "" {
+		dir = d
+	}
+	ents, _ := os.ReadDir(dir)
+	got := 0
+	for _, e := range ents {
+		if _, _, ok := marker.ParseName(e.Name()); ok {
+			got++
+		}
+	}
+	if got != want {
+		ts.Fatalf("%d markers in %s, want %d", got, dir, want)
+	}
+}
+
+// fakePi stands in for pi in the CLI scripts. It logs each launch to
+// FAKEPI_LOG ({"n","args","cwd"}), and on its first FAKEPI_MARKERS launches
+// writes a relaunch marker the way the extension does, pointing at
+// FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_MARKER_RAW writes those
+// bytes as the marker instead; FAKEPI_DESCENDANT makes a child process try
+// to write it; FAKEPI_EXIT and FAKEPI_SIGNAL choose how it ends.
+func fakePi() int {
+	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Println("fakepi 1.6.0")
+		return 0
+	}
+	if os.Getenv("FAKEPI_ROLE") == "descendant" {
+		_, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
+		fmt.Fprintf(os.Stderr, "descendant: %v\n", err)
+		return 0
+	}
+	n := logLaunch(args)
+	fmt.Printf("fakepi launch %d\n", n)
+	want, _ := strconv.Atoi(os.Getenv("FAKEPI_MARKERS"))
+	if n <= want {
+		if err := fakeMarker(); err != nil {
+			fmt.Fprintf(os.Stderr, "fakepi: %v\n", err)
+			return 2
+		}
+	}
+	if os.Getenv("FAKEPI_SIGNAL") == "TERM" {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		select {}
+	}
+	code, _ := strconv.Atoi(os.Getenv("FAKEPI_EXIT"))
+	return code
+}
+
+func logLaunch(args []string) int {
+	path := os.Getenv("FAKEPI_LOG")
+	n := 1
+	if b, err := os.ReadFile(path); err == nil {
+		n += strings.Count(string(b), "\n")
+	}
+	cwd, _ := os.Getwd()
+	if args == nil {
+		args = []string{}
+	}
+	line, _ := json.Marshal(map[string]any{"n": n, "args": args, "cwd": cwd})
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		f.Write(append(line, '\n'))
+		f.Close()
+	}
+	return n
+}
+
+func fakeMarker() error {
+	if os.Getenv("FAKEPI_DESCENDANT") != "" {
+		c := exec.Command("fakepi-impl")
+		c.Env = append(os.Environ(), "FAKEPI_ROLE=descendant")
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		return c.Run()
+	}
+	a, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
+	if err != nil {
+		return err
+	}
+	if raw := os.Getenv("FAKEPI_MARKER_RAW"); raw != "" {
+		return os.WriteFile(a.Path, []byte(raw), 0o600)
+	}
+	cwd := os.Getenv("FAKEPI_MARKER_CWD")
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	m := marker.Marker{Cwd: cwd, Handoff: os.Getenv("FAKEPI_HANDOFF")}
+	if lp := os.Getenv("FAKEPI_LAUNCH_PROMPT"); lp != "" {
+		m.LaunchPrompt = &lp
+	}
+	return marker.WriteAssigned(a, m)
+}
