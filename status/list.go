@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,11 @@ func (s *Store) List(table ProcessTable, prefix string) ([]Entry, error) {
 			continue
 		}
 		e := Entry{SessionID: id, Path: filepath.Join(s.dir, name)}
-		e.Record, e.ModTime, e.Err = readRecord(e.Path)
+		var fi fs.FileInfo
+		e.Record, fi, e.Err = readRecord(e.Path)
+		if fi != nil {
+			e.ModTime = fi.ModTime()
+		}
 		if e.Err != nil {
 			e.State = Corrupt
 			out = append(out, e)
@@ -57,30 +62,31 @@ func (s *Store) List(table ProcessTable, prefix string) ([]Entry, error) {
 // maxRecordSize bounds what a reader loads: a record is a few hundred bytes.
 const maxRecordSize = 1 << 20
 
-// readRecord reads and parses one record file and returns its mtime.
-func readRecord(path string) (*Record, time.Time, error) {
+// readRecord reads and parses one record file and returns what fstat said
+// about it (nil when it could not be opened).
+func readRecord(path string) (*Record, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("status: %w", err)
+		return nil, nil, fmt.Errorf("status: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("status: %w", err)
+		return nil, nil, fmt.Errorf("status: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fi.ModTime(), fmt.Errorf("status: %s: not a regular file", path)
+		return nil, fi, fmt.Errorf("status: %s: not a regular file", path)
 	}
 	if fi.Size() > maxRecordSize {
-		return nil, fi.ModTime(), fmt.Errorf("status: %s: %w: %d bytes", path, ErrCorrupt, fi.Size())
+		return nil, fi, fmt.Errorf("status: %s: %w: %d bytes", path, ErrCorrupt, fi.Size())
 	}
 	b := make([]byte, fi.Size())
 	if n, err := f.ReadAt(b, 0); n < len(b) {
-		return nil, fi.ModTime(), fmt.Errorf("status: read %s: %w", path, err)
+		return nil, fi, fmt.Errorf("status: read %s: %w", path, err)
 	}
 	r, err := Parse(b)
 	if err != nil {
-		return nil, fi.ModTime(), err
+		return nil, fi, err
 	}
-	return r, fi.ModTime(), nil
+	return r, fi, nil
 }

@@ -119,7 +119,7 @@ func TestSystemTableEPERM(t *testing.T) {
 }
 
 // deadPID returns the pid of a child that has exited and been reaped.
-func deadPID(t *testing.T) int {
+func deadPID(t testing.TB) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	if err := cmd.Run(); err != nil {

@@ -86,8 +86,8 @@ type Candidate struct {
 type PruneInput struct {
 	Now     time.Time
 	MaxAge  time.Duration
-	Current string   // the current session id, never removed
-	Names   []string // every record name in the directory, sorted
+	Current string // the current session id, never removed
+	Last    string // the greatest record name in the directory
 	// Examined is the pass's window (see Window) or, when the pass ran out
 	// of time, a prefix of it.
 	Examined []Candidate
@@ -124,8 +124,8 @@ func Window(names []string, cursor string, limit int) []string {
 // PlanPrune decides which examined records to remove. A record goes only
 // when it is readable, not the current session, strictly older than MaxAge,
 // has a valid pid confirmed dead, and has no relaunch marker that exists or
-// could not be looked up. Next is the last examined name, or "" when the
-// pass reached the last name (the next pass wraps).
+// could not be looked up. Next is the last examined name, or "" when that
+// is the directory's last name (the next pass wraps).
 func PlanPrune(in PruneInput) PrunePlan {
 	var p PrunePlan
 	for _, c := range in.Examined {
@@ -138,7 +138,7 @@ func PlanPrune(in PruneInput) PrunePlan {
 	}
 	if n := len(in.Examined); n > 0 {
 		last := in.Examined[n-1].Name
-		if len(in.Names) > 0 && last != in.Names[len(in.Names)-1] {
+		if last != in.Last {
 			p.Next = last
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -84,15 +86,19 @@ func TestPlanPruneGolden(t *testing.T) {
 			}
 			in := PruneInput{Now: pc.Now, MaxAge: DefaultMaxAge, Current: pc.Current, PIDs: map[int]PIDState{}, Markers: map[string]MarkerState{}}
 			byName := map[string]Candidate{}
+			var names []string
 			for _, r := range pc.Records {
 				age, err := time.ParseDuration(r.Age)
 				if err != nil {
 					t.Fatal(err)
 				}
 				byName[r.Name] = Candidate{Name: r.Name, ModTime: pc.Now.Add(-age), Err: r.Err, SessionID: r.SessionID, PID: r.PID, Marker: r.Marker}
-				in.Names = append(in.Names, r.Name)
+				names = append(names, r.Name)
 			}
-			slices.Sort(in.Names)
+			slices.Sort(names)
+			if len(names) > 0 {
+				in.Last = names[len(names)-1]
+			}
 			for k, v := range pc.PIDs {
 				pid, _ := strconv.Atoi(k)
 				in.PIDs[pid] = pidStates[v]
@@ -100,7 +106,7 @@ func TestPlanPruneGolden(t *testing.T) {
 			for k, v := range pc.Markers {
 				in.Markers[k] = markerStates[v]
 			}
-			window := Window(in.Names, pc.Cursor, pc.Limit)
+			window := Window(names, pc.Cursor, pc.Limit)
 			if pc.Examine != nil {
 				window = window[:*pc.Examine]
 			}
@@ -160,7 +166,7 @@ func TestPlanPruneRemovesOnlyConfirmedDead(t *testing.T) {
 									cur = "s"
 								}
 								plan := PlanPrune(PruneInput{
-									Now: now, MaxAge: DefaultMaxAge, Current: cur, Names: []string{"s.json"},
+									Now: now, MaxAge: DefaultMaxAge, Current: cur, Last: "s.json",
 									Examined: []Candidate{c}, PIDs: map[int]PIDState{7: ps}, Markers: map[string]MarkerState{"/m": ms},
 								})
 								want := !current && !corrupt && age > DefaultMaxAge && pid > 0 && ps == PIDDead && (marker == "" || ms == MarkerGone)
@@ -171,6 +177,36 @@ func TestPlanPruneRemovesOnlyConfirmedDead(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// scanWindow, the pass's one-read version of Window, agrees with it.
+func TestScanWindowIsWindow(t *testing.T) {
+	s := NewStore(t.TempDir())
+	rng := rand.New(rand.NewPCG(1, 2))
+	var names []string
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("%c%03d", 'a'+rng.IntN(6), rng.IntN(1000))
+		if !slices.Contains(names, id+".json") {
+			names = append(names, id+".json")
+			writeRaw(t, s, id+".json", "{}")
+		}
+	}
+	writeRaw(t, s, ".last-prune", "{}")
+	writeRaw(t, s, ".a000.json.tmp-1", "{}")
+	slices.Sort(names)
+	cursors := []string{"", "0", "zzz", names[0], names[len(names)-1], names[len(names)/2], "c", "c500.json"}
+	for _, cursor := range cursors {
+		for _, limit := range []int{0, 1, 7, 59, 60, 61, 5000} {
+			got, last, err := s.scanWindow(cursor, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Window(names, cursor, limit)
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" || last != names[len(names)-1] {
+				t.Errorf("scanWindow(%q, %d) = %v, last %q; Window (-want +got):\n%s", cursor, limit, got, last, diff)
 			}
 		}
 	}

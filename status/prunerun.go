@@ -1,12 +1,15 @@
 package status
 
 import (
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
@@ -175,17 +178,16 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 		}
 	}
 
-	last, _ := s.readLastPrune()
-	names, err := s.recordNames()
+	saved, _ := s.readLastPrune()
+	window, last, err := s.scanWindow(saved.Cursor, o.Limit)
 	if err != nil {
 		return rep, err
 	}
 	in := PruneInput{
-		Now: start, MaxAge: o.MaxAge, Current: o.Current, Names: names,
+		Now: start, MaxAge: o.MaxAge, Current: o.Current, Last: last,
 		PIDs: map[int]PIDState{}, Markers: map[string]MarkerState{},
 	}
 	seen := map[string]fs.FileInfo{}
-	window := Window(names, last.Cursor, o.Limit)
 	for i, name := range window {
 		if i > 0 && o.Now().Sub(start) >= o.Budget {
 			rep.OverBudget = true
@@ -237,13 +239,70 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 	return rep, errors.Join(errs...)
 }
 
+// scanWindow is Window over the record names in the directory, without
+// holding or sorting them all: one read of the directory keeps the limit
+// smallest names after cursor in a heap, and notes the greatest name. When
+// no name follows the cursor it reads again from the start (a wrap).
+func (s *Store) scanWindow(cursor string, limit int) (window []string, last string, err error) {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("status: %w", err)
+	}
+	defer d.Close()
+	h := &maxHeap{}
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, n := range names {
+			if !IsRecordName(n) {
+				continue
+			}
+			last = max(last, n)
+			if n <= cursor || limit <= 0 {
+				continue
+			}
+			if h.Len() < limit {
+				heap.Push(h, n)
+			} else if n < (*h)[0] {
+				(*h)[0] = n
+				heap.Fix(h, 0)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("status: read %s: %w", s.dir, err)
+		}
+	}
+	if h.Len() == 0 && cursor != "" && last != "" {
+		return s.scanWindow("", limit)
+	}
+	window = []string(*h)
+	slices.Sort(window)
+	return window, last, nil
+}
+
+// maxHeap is a heap of names with the greatest on top.
+type maxHeap []string
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // examine reads one record file into a Candidate.
 func (s *Store) examine(name string) (Candidate, fs.FileInfo) {
 	c := Candidate{Name: name}
-	path := filepath.Join(s.dir, name)
-	r, mtime, err := readRecord(path)
-	c.ModTime = mtime
-	fi, _ := os.Lstat(path)
+	r, fi, err := readRecord(filepath.Join(s.dir, name))
+	if fi != nil {
+		c.ModTime = fi.ModTime()
+	}
 	if err != nil {
 		c.Err = err.Error()
 		return c, fi

@@ -95,6 +95,54 @@ var fieldIndex = func() map[string]int {
 // object or a known field has the wrong type. A pid that is not a positive
 // integer is not corruption: it reads as 0, "missing or invalid".
 func Parse(data []byte) (*Record, error) {
+	// One decoding pass into the struct, and a scan of the top-level keys
+	// for the unknown ones; anything unusual takes the exact, slower path.
+	var w struct {
+		plain
+		PID json.RawMessage `json:"pid"` // shadows plain.PID
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return parseByField(data)
+	}
+	r := (*Record)(&w.plain)
+	ok := members(data, func(key, val []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // an escaped key: let the exact path unquote it
+		}
+		name := string(key)
+		if _, known := fieldIndex[name]; known {
+			return true
+		}
+		if foldedIndex[strings.ToLower(name)] {
+			return false // json matched it case-insensitively; Parse must not
+		}
+		if r.Extra == nil {
+			r.Extra = map[string]json.RawMessage{}
+		}
+		r.Extra[name] = append(json.RawMessage(nil), val...)
+		return true
+	})
+	if !ok {
+		return parseByField(data)
+	}
+	r.PID = parsePID(w.PID)
+	return r, nil
+}
+
+// plain is Record without its JSON methods.
+type plain Record
+
+// foldedIndex holds the known keys in lower case.
+var foldedIndex = func() map[string]bool {
+	m := map[string]bool{}
+	for k := range fieldIndex {
+		m[strings.ToLower(k)] = true
+	}
+	return m
+}()
+
+// parseByField decodes the object key by key, with exact key matching.
+func parseByField(data []byte) (*Record, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("status: %w: %v", ErrCorrupt, err)
@@ -123,6 +171,100 @@ func Parse(data []byte) (*Record, error) {
 	return r, nil
 }
 
+// members calls fn with the raw key (unquoted, escapes left as they are)
+// and raw value of each member of the object data, which must be valid
+// JSON. It reports false when data is not an object or fn said stop.
+func members(data []byte, fn func(key, val []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(data, i+1)
+		}
+		if i >= len(data) || data[i] != '"' {
+			return false
+		}
+		kEnd := endOfString(data, i)
+		key := data[i+1 : kEnd-1]
+		i = skipSpace(data, kEnd)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		vEnd := endOfValue(data, i)
+		if vEnd <= i || !fn(key, data[i:vEnd]) {
+			return false
+		}
+		i = vEnd
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index after the string starting at data[i] == '"'.
+func endOfString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(data)
+}
+
+// endOfValue returns the index after the value starting at data[i].
+func endOfValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		return endOfString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = endOfString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(data)
+	}
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}
+
 func parsePID(raw json.RawMessage) int {
 	var n int64
 	if err := json.Unmarshal(raw, &n); err != nil || n <= 0 || n > math.MaxInt32 {
@@ -143,7 +285,6 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON writes the known fields, then Extra's in key order.
 func (r *Record) MarshalJSON() ([]byte, error) {
-	type plain Record // without methods
 	b, err := json.Marshal((*plain)(r))
 	if err != nil {
 		return nil, fmt.Errorf("status: marshal: %w", err)

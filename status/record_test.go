@@ -159,11 +159,21 @@ func FuzzParse(f *testing.F) {
 		`{"thresholds":{"soft":1,"handoff":2,"hard":3},"unknown":1e400}`,
 		`{"a":1,"a":2}`,
 		`[]`, `null`, `{`, `"\ud800"`,
+		`{"PID":5,"Cwd":"x"}`, `{"p\u0069d":7}`, `{"tokens":"many"}`, ` { "a" : [ "]" , {"}":1} ] , "b":-1.5e3 } `,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Parse(data)
+		exact, exactErr := parseByField(data)
+		if (err == nil) != (exactErr == nil) {
+			t.Fatalf("Parse(%q) error %v, exact path error %v", data, err, exactErr)
+		}
+		if err == nil {
+			if diff := cmp.Diff(exact, r, cmp.Transformer("compact", compactRaw)); diff != "" {
+				t.Fatalf("Parse(%q) differs from the exact path (-exact +fast):\n%s", data, diff)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Parse error %v is not ErrCorrupt", err)
