@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Record is the status of one session, stored as <stateDir>/status/<sessionId>.json.
@@ -49,7 +50,7 @@ type Record struct {
 	ProcessStart *time.Time `json:"processStart,omitempty"` // wall-clock estimate of StartTicks, for people
 	Version      string     `json:"version,omitempty"`      // pi-session version of the writer
 
-	UpdatedAt time.Time  `json:"updatedAt"`
+	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"` // set at clean shutdown; absent on a dead pid means a crash
 
 	// Extra holds fields this version does not know (written by a newer
@@ -106,8 +107,8 @@ func Parse(data []byte) (*Record, error) {
 	}
 	r := (*Record)(&w.plain)
 	ok := members(data, func(key, val []byte) bool {
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false // an escaped key: let the exact path unquote it
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			return false // let the exact path unquote it (escapes, U+FFFD)
 		}
 		name := string(key)
 		if _, known := fieldIndex[name]; known {
