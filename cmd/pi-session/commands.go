@@ -34,8 +34,8 @@ type command func(ctx context.Context, inv *invocation) int
 // sends the word to pi instead.
 var commands = map[string]command{
 	"version": cmdVersion,
-	"status":  notYet("status"),
-	"prune":   notYet("prune"),
+	"status":  cmdStatus,
+	"prune":   cmdPrune,
 	"serve":   notYet("serve"),
 	"setup":   notYet("setup"),
 	"doctor":  notYet("doctor"),

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/pi-session/pi-session/status"
+)
+
+const pruneUsage = `usage: pi-session prune [--dry-run] [--throttle] [--verbose] [--json]
+
+Runs one pass of status-record pruning by hand: records strictly older than
+7 days whose pid is confirmed dead are removed; live or unknown pids,
+missing pids, corrupt records and records whose relaunch marker still
+exists are kept. A pass examines at most 5000 records or about 200 ms and
+continues where the last one stopped. Handoffs and session files are never
+touched.
+  --dry-run   say what would be removed; remove nothing
+  --throttle  skip the pass if one ran in the last 24 hours, as at start-up
+  --verbose   list every kept record with its reason, not just the counts
+  --json      print the report as JSON
+`
+
+// cmdPrune runs a pruning pass over the status records.
+func cmdPrune(ctx context.Context, inv *invocation) int {
+	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	dryRun := fs.Bool("dry-run", false, "")
+	throttle := fs.Bool("throttle", false, "")
+	verbose := fs.Bool("verbose", false, "")
+	fs.BoolVar(verbose, "v", false, "")
+	asJSON := fs.Bool("json", false, "")
+	args, code, done := parseFlags(inv, fs, inv.args, pruneUsage)
+	if done {
+		return code
+	}
+	if len(args) > 0 {
+		return inv.errorf(exitUsage, "prune takes no arguments (see pi-session prune --help)")
+	}
+	store := status.StoreFromEnv(inv.env.Get)
+	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle})
+	if *asJSON {
+		b, jerr := json.MarshalIndent(struct {
+			status.PruneReport
+			Dir       string `json:"dir"`
+			ElapsedMs int64  `json:"elapsedMs"`
+		}{rep, store.Dir(), rep.Elapsed.Milliseconds()}, "", "  ")
+		if jerr != nil {
+			return inv.errorf(exitInternal, "%v", jerr)
+		}
+		fmt.Fprintf(inv.stdout, "%s\n", b)
+	} else {
+		printPrune(inv.stdout, store.Dir(), rep, *verbose)
+	}
+	if err != nil {
+		return inv.errorf(exitOSErr, "%v", err)
+	}
+	return 0
+}
+
+func printPrune(w io.Writer, dir string, rep status.PruneReport, verbose bool) {
+	switch rep.Skipped {
+	case "throttled":
+		fmt.Fprintf(w, "no pass: one ran in the last 24 hours (run without --throttle to prune now)\n")
+		return
+	case "locked":
+		fmt.Fprintf(w, "no pass: another pass holds %s/.prune.lock\n", dir)
+		return
+	}
+	if rep.Examined == 0 {
+		fmt.Fprintf(w, "no status records in %s\n", dir)
+		return
+	}
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(w, "%s %d of %d %s examined in %s (%d ms)\n", verb, len(rep.Removed), rep.Examined,
+		plural(rep.Examined, "record", "records"), dir, rep.Elapsed.Milliseconds())
+	for _, d := range rep.Removed {
+		fmt.Fprintf(w, "  %-8s %s: %s\n", "remove", d.Name, d.Reason.Describe())
+	}
+	if len(rep.Kept) > 0 {
+		fmt.Fprintf(w, "kept %d:\n", len(rep.Kept))
+		if verbose {
+			for _, d := range rep.Kept {
+				fmt.Fprintf(w, "  %-8s %s: %s\n", "keep", d.Name, d.Reason.Describe())
+			}
+		} else {
+			counts := map[status.Reason]int{}
+			var reasons []status.Reason
+			for _, d := range rep.Kept {
+				if counts[d.Reason] == 0 {
+					reasons = append(reasons, d.Reason)
+				}
+				counts[d.Reason]++
+			}
+			slices.Sort(reasons)
+			for _, r := range reasons {
+				fmt.Fprintf(w, "  %5d  %s\n", counts[r], r.Describe())
+			}
+		}
+	}
+	switch {
+	case rep.OverBudget:
+		fmt.Fprintf(w, "the pass stopped at its time budget; the next continues after %s\n", rep.Next)
+	case rep.Next != "":
+		fmt.Fprintf(w, "the pass stopped at its record limit; the next continues after %s\n", rep.Next)
+	}
+}
