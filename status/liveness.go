@@ -1,6 +1,12 @@
 package status
 
-import "time"
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // State is what a reader can say about a recorded session.
 type State string
@@ -99,4 +105,23 @@ func Classify(r *Record, p Process, bootID string) State {
 		}
 	}
 	return Unknown
+}
+
+// parseStartTicks reads field 22 of a /proc/<pid>/stat line. The command
+// name (field 2) is in parentheses and may itself hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStartTicks(stat []byte) (uint64, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("status: malformed /proc stat line")
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields 3, 4, ...
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("status: short /proc stat line")
+	}
+	ticks, err := strconv.ParseUint(fields[22-3], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("status: /proc stat start time: %w", err)
+	}
+	return ticks, nil
 }

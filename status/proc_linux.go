@@ -1,7 +1,6 @@
 package status
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -70,25 +69,6 @@ func startTicks(pid int) (uint64, error) {
 		return 0, fmt.Errorf("status: %w", err)
 	}
 	return parseStartTicks(b)
-}
-
-// parseStartTicks reads field 22 of a /proc/<pid>/stat line. The command
-// name (field 2) is in parentheses and may itself hold spaces and
-// parentheses, so fields are counted from the last ')'.
-func parseStartTicks(stat []byte) (uint64, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("status: malformed /proc stat line")
-	}
-	fields := strings.Fields(string(stat[i+1:])) // fields 3, 4, ...
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("status: short /proc stat line")
-	}
-	ticks, err := strconv.ParseUint(fields[22-3], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("status: /proc stat start time: %w", err)
-	}
-	return ticks, nil
 }
 
 func bootID() (string, error) {
