@@ -1,9 +1,12 @@
 package session
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -17,7 +20,19 @@ import (
 const estimatedImageChars = 4800
 
 // Tokens returns pi's token estimate for the message (pi's estimateTokens).
-func (m Message) Tokens() int { return ceilQuarter(messageChars(m.Role, m.Raw)) }
+// The estimate of a message stored in an entry is computed once and kept
+// with the entry.
+func (m Message) Tokens() int {
+	if m.src == nil {
+		return ceilQuarter(messageChars(m.Role, m.Raw))
+	}
+	if t := atomic.LoadInt64(&m.src.tokens); t > 0 {
+		return int(t - 1)
+	}
+	t := ceilQuarter(messageChars(m.Role, m.Raw))
+	atomic.StoreInt64(&m.src.tokens, int64(t)+1)
+	return t
+}
 
 // EstimateTokens returns the sum of [Message.Tokens] over msgs: pi's
 // character-based estimate of a projected context.
@@ -32,65 +47,158 @@ func EstimateTokens(msgs []Message) int {
 func ceilQuarter(chars int) int { return (chars + 3) / 4 }
 
 func messageChars(role string, raw []byte) int {
-	get := func(key string) span { return memberSpan(raw, key) }
 	switch role {
-	case "system":
-		n := contentChars(raw, get("content"))
-		if s := get("sections"); s.isObject(raw) {
-			_, _ = forEachMember(raw, s.start, func(_ []byte, start int) (int, error) {
-				if raw[start] == '"' {
-					end, err := skipString(raw, start)
-					n += jsLen(raw[start:end])
-					return end, err
+	case "system", "user", "custom", "toolResult", "assistant", "bashExecution", "branchSummary", "compactionSummary":
+	default:
+		return 0
+	}
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return 0
+	}
+	// One pass over the message; content blocks are measured on the way.
+	n := 0
+	_, _ = forEachMember(raw, i, func(key []byte, start int) (int, error) {
+		measure := false
+		switch string(keyName(key)) {
+		case "content":
+			switch {
+			case role == "bashExecution" || role == "branchSummary" || role == "compactionSummary":
+			case raw[start] == '"' && role != "assistant":
+				measure = true
+			case raw[start] == '[':
+				chars, end, err := blocksChars(raw, start, role == "assistant")
+				n += chars
+				return end, err
+			}
+		case "sections":
+			if role == "system" && raw[start] == '{' {
+				return forEachMember(raw, start, func(_ []byte, start int) (int, error) {
+					if raw[start] == '"' {
+						end, units, err := stringUnits(raw, start)
+						n += units
+						return end, err
+					}
+					return 0, nil
+				})
+			}
+		case "toolsAdded":
+			if role == "system" {
+				end, err := skipValue(raw, start)
+				if err == nil && truthy(raw, span{start, end}) {
+					n += stringifyLen(raw[start:end])
 				}
-				return 0, nil
+				return end, err
+			}
+		case "command", "output":
+			measure = role == "bashExecution"
+		case "summary":
+			measure = role == "branchSummary" || role == "compactionSummary"
+		}
+		if measure && raw[start] == '"' {
+			end, units, err := stringUnits(raw, start)
+			n += units
+			return end, err
+		}
+		return 0, nil
+	})
+	return n
+}
+
+// blocksChars measures the content blocks of the array at raw[i]: text and
+// images (pi's estimateTextAndImageContentChars), or for an assistant text,
+// thinking and tool calls. It returns the end of the array.
+func blocksChars(raw []byte, i int, assistant bool) (n, end int, err error) {
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return 0, i + 1, nil
+	}
+	for {
+		if i >= len(raw) {
+			return n, i, errAt(i, "unexpected end of line")
+		}
+		if raw[i] == '{' {
+			typ, args := absent, absent
+			text, thinking, name := 0, 0, 0 // lengths of string members
+			i, err = forEachMember(raw, i, func(key []byte, start int) (int, error) {
+				var units *int
+				switch string(keyName(key)) {
+				case "type":
+					end, err := skipValue(raw, start)
+					typ = span{start, end}
+					return end, err
+				case "arguments":
+					end, err := skipValue(raw, start)
+					args = span{start, end}
+					return end, err
+				case "text":
+					units = &text
+				case "thinking":
+					units = &thinking
+				case "name":
+					units = &name
+				default:
+					return 0, nil
+				}
+				*units = 0
+				if raw[start] != '"' {
+					return 0, nil
+				}
+				end, n, err := stringUnits(raw, start)
+				*units = n
+				return end, err
 			})
-		}
-		if t := get("toolsAdded"); truthy(raw, t) {
-			n += stringifyLen(raw[t.start:t.end])
-		}
-		return n
-	case "user", "custom", "toolResult":
-		return contentChars(raw, get("content"))
-	case "assistant":
-		n := 0
-		forEachBlock(raw, get("content"), func(b []byte) {
-			switch memberSpan(b, "type").str(b) {
-			case "text":
-				n += strLen(b, memberSpan(b, "text"))
-			case "thinking":
-				n += strLen(b, memberSpan(b, "thinking"))
-			case "toolCall":
-				n += strLen(b, memberSpan(b, "name"))
-				if a := memberSpan(b, "arguments"); a.ok() {
-					n += stringifyLen(b[a.start:a.end])
+			if err != nil {
+				return n, i, err
+			}
+			switch t := string(raw[max(typ.start, 0):max(typ.end, 0)]); {
+			case t == `"text"`:
+				n += text
+			case t == `"image"` && !assistant:
+				n += estimatedImageChars
+			case t == `"thinking"` && assistant:
+				n += thinking
+			case t == `"toolCall"` && assistant:
+				n += name
+				if args.ok() {
+					n += stringifyLen(raw[args.start:args.end])
 				}
 			}
-		})
-		return n
-	case "bashExecution":
-		return strLen(raw, get("command")) + strLen(raw, get("output"))
-	case "branchSummary", "compactionSummary":
-		return strLen(raw, get("summary"))
+		} else if i, err = skipValue(raw, i); err != nil {
+			return n, i, err
+		}
+		i = skipSpace(raw, i)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == ']' {
+			return n, i + 1, nil
+		}
+		return n, i, errAt(i, "want ',' or ']' after array element")
 	}
-	return 0
+}
+
+// keyName returns a raw member key without its quotes, decoded if it holds
+// escapes.
+func keyName(key []byte) []byte {
+	if hasEscape(key) {
+		s, _ := unquote(key)
+		return []byte(s)
+	}
+	return key[1 : len(key)-1]
 }
 
 // contentChars is pi's estimateTextAndImageContentChars.
 func contentChars(raw []byte, c span) int {
-	if c.isString(raw) {
+	switch {
+	case c.isString(raw):
 		return jsLen(raw[c.start:c.end])
+	case c.isArray(raw):
+		n, _, _ := blocksChars(raw, c.start, false)
+		return n
 	}
-	n := 0
-	forEachBlock(raw, c, func(b []byte) {
-		switch memberSpan(b, "type").str(b) {
-		case "text":
-			n += strLen(b, memberSpan(b, "text"))
-		case "image":
-			n += estimatedImageChars
-		}
-	})
-	return n
+	return 0
 }
 
 // forEachBlock calls fn with each object element of the array at s.
@@ -125,22 +233,60 @@ func strLen(raw []byte, s span) int {
 // jsLen returns the length in UTF-16 code units of the JSON string q (with
 // its quotes), after unescaping. Invalid UTF-8 counts one unit per bad byte.
 func jsLen(q []byte) int {
+	_, n, _ := stringUnits(q, 0)
+	return n
+}
+
+// stringUnits is skipString that also counts the UTF-16 code units of the
+// string starting at b[i] == '"': it returns the index after the string and
+// the count.
+func stringUnits(b []byte, i int) (end, units int, err error) {
+	start := i
+	i++
 	n := 0
-	for i := 1; i < len(q)-1; {
-		c := q[i]
-		switch {
+	for {
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			m := specialMask(w) | w&msb // specials and non-ASCII bytes
+			if m == 0 {
+				i += 8
+				n += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) / 8
+			i += k
+			n += k
+			break
+		}
+		if i >= len(b) {
+			return i, n, errAt(start, "unterminated string")
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, n, nil
 		case c == '\\':
-			if q[i+1] == 'u' {
-				i += 6
-			} else {
+			if i+1 >= len(b) {
+				return i, n, errAt(start, "unterminated string")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+					return i, n, errAt(i, `invalid \u escape in string`)
+				}
+				i += 6
+			default:
+				return i, n, errAt(i, "invalid escape %q in string", b[i:i+2])
 			}
 			n++
+		case c < 0x20:
+			return i, n, errAt(i, "control character 0x%02x in string", c)
 		case c < utf8.RuneSelf:
 			i++
 			n++
 		default:
-			_, size := utf8.DecodeRune(q[i:])
+			_, size := utf8.DecodeRune(b[i:])
 			if size == 4 {
 				n += 2
 			} else {
@@ -149,7 +295,6 @@ func jsLen(q []byte) int {
 			i += size
 		}
 	}
-	return n
 }
 
 // stringifyLen returns len(JSON.stringify(JSON.parse(v))) in UTF-16 code
@@ -383,46 +528,69 @@ func assistantUsage(m Message) (int, bool) {
 func currentSystemChars(msgs []Message) int {
 	var texts []int
 	sections := make(map[string]int)
-	tools := make(map[string]int)
-	stamp := 0 // 0 undefined, 1 null, 2 set: `timestamp ??= message.timestamp`
+	tools := make(map[string][]byte) // name -> declaration, measured at the end
+	stamp := 0                       // 0 undefined, 1 null, 2 set: `timestamp ??= message.timestamp`
 	for _, m := range msgs {
 		if m.Role != "system" {
 			continue
 		}
 		raw := m.Raw
-		if stamp < 2 {
-			switch ts := memberSpan(raw, "timestamp"); {
-			case !ts.ok():
-				stamp = 0
-			case ts.isNull(raw):
-				stamp = 1
-			default:
-				stamp = 2
-			}
+		i := skipSpace(raw, 0)
+		if i >= len(raw) || raw[i] != '{' {
+			continue
 		}
-		if n := contentTextLen(raw, memberSpan(raw, "content")); n > 0 {
-			texts = append(texts, n)
-		}
-		if s := memberSpan(raw, "sections"); s.isObject(raw) {
-			_, _ = forEachMember(raw, s.start, func(k []byte, start int) (int, error) {
-				name, _ := unquote(k)
+		var content, removed, added span = absent, absent, absent
+		ts := 0
+		_, _ = forEachMember(raw, i, func(k []byte, start int) (int, error) {
+			switch string(keyName(k)) {
+			case "timestamp":
+				ts = 2
+				if raw[start] == 'n' {
+					ts = 1
+				}
+			case "content", "toolsRemoved", "toolsAdded":
 				end, err := skipValue(raw, start)
-				switch {
-				case raw[start] == 'n':
-					delete(sections, name)
-				case raw[start] == '"':
-					sections[name] = jsLen(raw[start:end])
+				switch string(keyName(k)) {
+				case "content":
+					content = span{start, end}
+				case "toolsRemoved":
+					removed = span{start, end}
 				default:
-					sections[name] = 0
+					added = span{start, end}
 				}
 				return end, err
-			})
+			case "sections":
+				if raw[start] != '{' {
+					return 0, nil
+				}
+				return forEachMember(raw, start, func(k []byte, start int) (int, error) {
+					name := string(keyName(k))
+					switch raw[start] {
+					case 'n':
+						delete(sections, name)
+						return 0, nil
+					case '"':
+						end, n, err := stringUnits(raw, start)
+						sections[name] = n
+						return end, err
+					}
+					sections[name] = 0
+					return 0, nil
+				})
+			}
+			return 0, nil
+		})
+		if stamp < 2 {
+			stamp = ts
 		}
-		forEachBlock(raw, memberSpan(raw, "toolsRemoved"), func(t []byte) {
+		if n := contentTextLen(raw, content); n > 0 {
+			texts = append(texts, n)
+		}
+		forEachBlock(raw, removed, func(t []byte) {
 			delete(tools, memberSpan(t, "name").str(t))
 		})
-		forEachBlock(raw, memberSpan(raw, "toolsAdded"), func(t []byte) {
-			tools[memberSpan(t, "name").str(t)] = stringifyLen(t)
+		forEachBlock(raw, added, func(t []byte) {
+			tools[memberSpan(t, "name").str(t)] = t
 		})
 	}
 	if stamp == 0 && len(tools) == 0 {
@@ -441,7 +609,7 @@ func currentSystemChars(msgs []Message) int {
 	if len(tools) > 0 {
 		n += 2 + len(tools) - 1
 		for _, t := range tools {
-			n += t
+			n += stringifyLen(t)
 		}
 	}
 	return n

@@ -22,6 +22,7 @@ type File struct {
 	r       *Reader
 	byID    map[string]int  // id -> index of the last entry with it
 	forward map[string]bool // ids named as a parent before they existed
+	dups    bool            // some id is used twice, so Entry.parent may be stale
 }
 
 // Open reads the session file at path. Only complete lines are read (see
@@ -85,11 +86,7 @@ func (f *File) Update() (int, error) {
 		return 0, fmt.Errorf("session: %w", err)
 	}
 	f.r.resume(fd)
-	n, err := f.read()
-	if err != nil {
-		return n, fmt.Errorf("%w (%s)", err, f.path)
-	}
-	return n, nil
+	return f.read()
 }
 
 // read adds the entries the Reader yields until the end of its input.
@@ -126,10 +123,13 @@ func (f *File) add(e *Entry) {
 	f.Entries = append(f.Entries, e)
 	prev, dup := f.byID[e.ID]
 	if dup {
+		f.dups = true
 		f.problem(e, "id %q already used on line %d; the later entry wins: %w", e.ID, f.Entries[prev].Line, ErrDuplicateID)
 	}
 	if e.ParentID != "" {
-		if _, ok := f.byID[e.ParentID]; !ok && e.ParentID != e.ID {
+		if p, ok := f.byID[e.ParentID]; ok {
+			e.parent = p + 1
+		} else if e.ParentID != e.ID {
 			f.problem(e, "parentId %q names no earlier entry: %w", e.ParentID, ErrDanglingParent)
 			if f.forward == nil {
 				f.forward = make(map[string]bool)
@@ -211,10 +211,14 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 		if len(path) > len(f.Entries) {
 			return nil, fmt.Errorf("session: branch from %q: parent links loop: %w", leaf.ID, ErrCycle)
 		}
-		if cur.ParentID == "" {
-			break
+		switch {
+		case cur.ParentID == "":
+			cur = nil
+		case cur.parent > 0 && !f.dups:
+			cur = f.Entries[cur.parent-1]
+		default:
+			cur = f.Entry(cur.ParentID)
 		}
-		cur = f.Entry(cur.ParentID)
 	}
 	slices.Reverse(path)
 	return path, nil

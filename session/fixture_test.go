@@ -221,7 +221,8 @@ func TestOracle(t *testing.T) {
 					got.Branch = append(got.Branch, index[e])
 				}
 				var wantMsgs, gotMsgs []any
-				for _, p := range projectEntries(branch) {
+				_, entries := projectEntries(branch)
+				for _, p := range entries {
 					got.Context = append(got.Context, struct {
 						Entry    int   `json:"entry"`
 						Messages []int `json:"messages"`

@@ -21,6 +21,8 @@ type Message struct {
 	// message (shared with Entry.Raw, do not modify it); other messages are
 	// built the way pi builds them.
 	Raw json.RawMessage
+
+	src *Entry // the message entry Raw is stored in, unchanged; caches Tokens
 }
 
 // The texts pi wraps summaries in when it sends them to the model
@@ -78,11 +80,8 @@ func ContextEntries(branch []*Entry) []*Entry {
 // pi makes of them; entries that are not part of the context (labels,
 // model changes, custom entries, ...) give nothing.
 func Project(branch []*Entry) []Message {
-	var out []Message
-	for _, p := range projectEntries(branch) {
-		out = append(out, p.messages...)
-	}
-	return out
+	msgs, _ := projectEntries(branch)
+	return msgs
 }
 
 // projected is one context entry with the messages it contributes.
@@ -91,8 +90,9 @@ type projected struct {
 	messages []Message
 }
 
-// projectEntries is pi's buildSessionProjection().entries.
-func projectEntries(branch []*Entry) []projected {
+// projectEntries is pi's buildSessionProjection: the messages, and the
+// context entries with the messages each contributes.
+func projectEntries(branch []*Entry) ([]Message, []projected) {
 	entries := ContextEntries(branch)
 	edits := make(map[string]*Entry)
 	for _, e := range entries {
@@ -102,20 +102,26 @@ func projectEntries(branch []*Entry) []projected {
 			}
 		}
 	}
-	out := make([]projected, len(entries))
+	msgs := make([]Message, 0, len(entries))
+	bounds := make([]int, len(entries)+1)
 	for i, e := range entries {
-		out[i].entry = e
+		bounds[i] = len(msgs)
 		// An older compaction kept inside the range contributes nothing.
 		if e.Type == "compaction" && i > 0 {
 			continue
 		}
-		msgs := entryMessages(e)
+		n := len(msgs)
+		msgs = appendEntryMessages(msgs, e)
 		if edit := edits[e.ID]; edit != nil {
-			msgs = applyEdit(msgs, edit)
+			msgs = append(msgs[:n], applyEdit(msgs[n:], edit)...)
 		}
-		out[i].messages = msgs
 	}
-	return out
+	bounds[len(entries)] = len(msgs)
+	out := make([]projected, len(entries))
+	for i, e := range entries {
+		out[i] = projected{entry: e, messages: msgs[bounds[i]:bounds[i+1]:bounds[i+1]]}
+	}
+	return msgs, out
 }
 
 // Settings are the model and thinking level in effect at the end of a branch.
@@ -152,21 +158,22 @@ func CurrentSettings(branch []*Entry) Settings {
 	return s
 }
 
-// entryMessages is pi's sessionEntryToContextMessages.
-func entryMessages(e *Entry) []Message {
+// appendEntryMessages appends the messages of e: pi's
+// sessionEntryToContextMessages.
+func appendEntryMessages(dst []Message, e *Entry) []Message {
 	raw := e.Raw
 	switch e.Type {
 	case "message":
-		m := raw[e.msg.start:e.msg.end:e.msg.end]
+		msg := Message{EntryID: e.ID, Role: e.Role, Raw: raw[e.msg.start:e.msg.end:e.msg.end], src: e}
 		if e.nullContent {
 			switch e.Role {
 			case "system":
-				m = withMember(m, "content", []byte(`""`))
+				msg.Raw, msg.src = withMember(msg.Raw, "content", []byte(`""`)), nil
 			case "user", "assistant", "toolResult":
-				m = withMember(m, "content", []byte(`[]`))
+				msg.Raw, msg.src = withMember(msg.Raw, "content", []byte(`[]`)), nil
 			}
 		}
-		return []Message{{EntryID: e.ID, Role: e.Role, Raw: m}}
+		return append(dst, msg)
 	case "custom_message":
 		var o object
 		o.str("role", "custom")
@@ -185,11 +192,11 @@ func entryMessages(e *Entry) []Message {
 			o.raw("details", raw[s.start:s.end])
 		}
 		o.raw("timestamp", jsTime(e.Timestamp))
-		return []Message{{EntryID: e.ID, Role: "custom", Raw: o.bytes()}}
+		return append(dst, Message{EntryID: e.ID, Role: "custom", Raw: o.bytes()})
 	case "branch_summary":
 		s := memberSpan(raw, "summary")
 		if !s.isString(raw) || s.end-s.start == 2 {
-			return nil
+			return dst
 		}
 		var o object
 		o.str("role", "branchSummary")
@@ -198,7 +205,7 @@ func entryMessages(e *Entry) []Message {
 			o.raw("fromId", raw[f.start:f.end])
 		}
 		o.raw("timestamp", jsTime(e.Timestamp))
-		return []Message{{EntryID: e.ID, Role: "branchSummary", Raw: o.bytes()}}
+		return append(dst, Message{EntryID: e.ID, Role: "branchSummary", Raw: o.bytes()})
 	case "compaction":
 		var o object
 		o.str("role", "compactionSummary")
@@ -212,11 +219,11 @@ func entryMessages(e *Entry) []Message {
 		summary := Message{EntryID: e.ID, Role: "compactionSummary", Raw: o.bytes()}
 		if s := memberSpan(raw, "systemMessage"); s.isObject(raw) {
 			sys := raw[s.start:s.end:s.end]
-			return []Message{{EntryID: e.ID, Role: memberSpan(sys, "role").str(sys), Raw: sys}, summary}
+			return append(dst, Message{EntryID: e.ID, Role: memberSpan(sys, "role").str(sys), Raw: sys}, summary)
 		}
-		return []Message{summary}
+		return append(dst, summary)
 	}
-	return nil
+	return dst
 }
 
 // applyEdit is pi's projectContextEntry for an entry with a context edit.
@@ -230,6 +237,7 @@ func applyEdit(msgs []Message, edit *Entry) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = m
+		out[i].src = nil
 		switch m.Role {
 		case "user", "assistant", "toolResult", "custom":
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,7 @@ type Reader struct {
 	src        io.Reader
 	buf        []byte // current arena; buf[start:end] is read but not consumed
 	start, end int
+	seen       int   // buf[start:start+seen] is known to hold no newline
 	off        int64 // file offset of buf[start]
 	line       int   // lines consumed
 	eof        bool
@@ -36,6 +38,8 @@ type Reader struct {
 
 	header  *Header
 	version float64
+	scratch []byte // for setStrings
+	lastID  string // ID of the last entry
 	diags   []Diagnostic
 	legacy  *legacy
 }
@@ -71,7 +75,7 @@ func (r *Reader) Line() int { return r.line }
 // positioned there; bytes buffered past the offset are dropped.
 func (r *Reader) resume(src io.Reader) {
 	r.src = src
-	r.end = r.start
+	r.end, r.seen = r.start, 0
 	r.eof = false
 }
 
@@ -95,11 +99,13 @@ func (r *Reader) Next() (*Entry, error) {
 func (r *Reader) next() (*Entry, error) {
 	r.eof = false
 	for {
-		if j := bytes.IndexByte(r.buf[r.start:r.end], '\n'); j >= 0 {
+		if j := bytes.IndexByte(r.buf[r.start+r.seen:r.end], '\n'); j >= 0 {
+			j += r.seen
 			line := r.buf[r.start : r.start+j]
 			off := r.off
 			r.start += j + 1
 			r.off += int64(j + 1)
+			r.seen = 0
 			if r.glued {
 				// The line before was consumed without its newline; this
 				// newline (or CRLF) ends it.
@@ -115,6 +121,7 @@ func (r *Reader) next() (*Entry, error) {
 			}
 			continue
 		}
+		r.seen = r.end - r.start
 		if r.eof {
 			if r.start == r.end {
 				return nil, io.EOF
@@ -126,7 +133,7 @@ func (r *Reader) next() (*Entry, error) {
 			}
 			off := r.off
 			r.off += int64(len(line))
-			r.start = r.end
+			r.start, r.seen = r.end, 0
 			r.glued = true
 			r.line++
 			e, err := r.handle(line, off)
@@ -146,11 +153,10 @@ func (r *Reader) next() (*Entry, error) {
 // entries point into them).
 func (r *Reader) fill() error {
 	if len(r.buf)-r.end < minRead {
+		// A line longer than an arena gets one four times its length so
+		// far: a line of n bytes is copied about n/3 times over in all.
 		pending := r.end - r.start
-		size := arenaSize
-		for size < 2*pending+minRead {
-			size *= 2
-		}
+		size := max(arenaSize, 4*pending)
 		buf := make([]byte, size)
 		copy(buf, r.buf[r.start:r.end])
 		r.buf, r.start, r.end = buf, 0, pending
@@ -259,15 +265,8 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 		return nil, nil
 	}
 
-	e := &Entry{
-		Type:      typeName,
-		ID:        f.id.str(line),
-		ParentID:  f.parentID.str(line),
-		Timestamp: f.timestamp.str(line),
-		Line:      r.line,
-		Offset:    off,
-		Raw:       raw,
-	}
+	e := &Entry{Type: typeName, Line: r.line, Offset: off, Raw: raw}
+	r.setStrings(e, line, &f)
 	if typeName == "message" {
 		e.Role = internRole(line[f.role.start:f.role.end])
 		e.msg = shift(f.message)
@@ -289,6 +288,32 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 	return e, nil
 }
 
+// setStrings sets e's ID, ParentID and Timestamp with one allocation in the
+// common case: id and timestamp share one string, and a parent that is the
+// previous entry shares its id.
+func (r *Reader) setStrings(e *Entry, line []byte, f *fields) {
+	id, ts, parent := f.id, f.timestamp, f.parentID
+	raw := func(s span) []byte {
+		if !s.isString(line) {
+			return nil
+		}
+		return line[s.start+1 : s.end-1]
+	}
+	if i, t := raw(id), raw(ts); !hasEscape(i) && !hasEscape(t) {
+		r.scratch = append(append(r.scratch[:0], i...), t...)
+		both := string(r.scratch)
+		e.ID, e.Timestamp = both[:len(i)], both[len(i):]
+	} else {
+		e.ID, e.Timestamp = id.str(line), ts.str(line)
+	}
+	if p := raw(parent); p != nil && r.lastID != "" && string(p) == r.lastID {
+		e.ParentID = r.lastID
+	} else {
+		e.ParentID = parent.str(line)
+	}
+	r.lastID = e.ID
+}
+
 // headerVersion mirrors `header.version ?? 1` as pi compares it with 2 and
 // 3; a version that is no number (NaN in JavaScript) migrates nothing.
 func headerVersion(line []byte, v span) float64 {
@@ -297,10 +322,10 @@ func headerVersion(line []byte, v span) float64 {
 		return 1
 	case v.isNumber(line):
 		n, _ := strconv.ParseFloat(string(line[v.start:v.end]), 64)
-		return n
+		return max(min(n, math.MaxInt32), math.MinInt32)
 	case v.isString(line):
-		if n, err := strconv.ParseFloat(strings.TrimSpace(v.str(line)), 64); err == nil {
-			return n
+		if n, err := strconv.ParseFloat(strings.TrimSpace(v.str(line)), 64); err == nil && !math.IsNaN(n) {
+			return max(min(n, math.MaxInt32), math.MinInt32)
 		}
 	}
 	return CurrentVersion

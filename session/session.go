@@ -68,8 +68,10 @@ type Entry struct {
 	// members pi's migration adds or renames (ids, firstKeptEntryId, role).
 	Raw json.RawMessage
 
-	msg         span // the message member of a "message" entry, in Raw
-	nullContent bool // message.content is null or absent
+	msg         span  // the message member of a "message" entry, in Raw
+	nullContent bool  // message.content is null or absent
+	tokens      int64 // Message.Tokens of the stored message plus one; 0 until known (atomic)
+	parent      int   // index+1 in File.Entries of the parent when e was read; 0 if unknown
 }
 
 // Diagnostic is a problem found while reading: a line pi would skip, or a
