@@ -80,9 +80,10 @@ type Log struct {
 	policy Policy
 	now    func() time.Time
 
-	// OnRotateError, if set, is called with each failed rotation. A failed
-	// rotation never fails the append that triggered it; the next append past
-	// the retry delay tries again.
+	// OnRotateError, if set (before the first append), is called with each
+	// failed rotation, under the Log's lock. A failed rotation never fails
+	// the append that triggered it; the next append past a one-second retry
+	// delay tries again.
 	OnRotateError func(error)
 
 	mu         sync.Mutex

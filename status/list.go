@@ -78,7 +78,7 @@ func readRecord(path string) (*Record, fs.FileInfo, error) {
 		return nil, fi, fmt.Errorf("status: %s: not a regular file", path)
 	}
 	if fi.Size() > maxRecordSize {
-		return nil, fi, fmt.Errorf("status: %s: %w: %d bytes", path, ErrCorrupt, fi.Size())
+		return nil, fi, fmt.Errorf("%w: %s holds %d bytes", ErrCorrupt, path, fi.Size())
 	}
 	b := make([]byte, fi.Size())
 	if n, err := f.ReadAt(b, 0); n < len(b) {

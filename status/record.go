@@ -77,7 +77,7 @@ const (
 const RelaunchMarkerEnv = "PI_RELAUNCH_MARKER"
 
 // ErrCorrupt marks a record file that is not a status record.
-var ErrCorrupt = errors.New("corrupt record")
+var ErrCorrupt = errors.New("status: corrupt record")
 
 // fieldIndex maps each known JSON key to its Record field.
 var fieldIndex = func() map[string]int {
@@ -146,10 +146,10 @@ var foldedIndex = func() map[string]bool {
 func parseByField(data []byte) (*Record, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("status: %w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if m == nil {
-		return nil, fmt.Errorf("status: %w: null", ErrCorrupt)
+		return nil, fmt.Errorf("%w: null", ErrCorrupt)
 	}
 	r := &Record{}
 	rv := reflect.ValueOf(r).Elem()
@@ -165,7 +165,7 @@ func parseByField(data []byte) (*Record, error) {
 			r.PID = parsePID(raw)
 		default:
 			if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
-				return nil, fmt.Errorf("status: %w: field %s: %v", ErrCorrupt, key, err)
+				return nil, fmt.Errorf("%w: field %s: %v", ErrCorrupt, key, err)
 			}
 		}
 	}
