@@ -50,11 +50,13 @@ for name in "${scenarios[@]}"; do
 	echo "record.sh: $name: $(wc -l <"$testdata/$name.jsonl") lines, $(wc -l <"$log") requests"
 done
 
-# Derived fixtures (hand-migrated v1/v2 files, a damaged copy) need all recordings.
-if [[ $# -eq 0 ]]; then
-	node "$here/derive.mjs" "$testdata"
-fi
+# Derived fixtures: hand-migrated v1/v2 files and a damaged copy.
+node "$here/derive.mjs" "$testdata"
 
 for name in tools compaction retain-none context-edit branch v1 v2 damaged; do
 	node "$here/oracle.mjs" "$pi_pkg" "$testdata/$name.jsonl" >"$testdata/$name.pi.json"
 done
+
+# The golden diagnostics of damaged.jsonl name its ids and offsets.
+(cd "$root" && go test ./session/ -run '^TestDamagedDiagnostics$' -update >/dev/null)
+echo "record.sh: fixtures written to $testdata"
