@@ -6,7 +6,8 @@ import (
 	"errors"
 )
 
-// Sentinel errors. Diagnostics and returned errors wrap one of them.
+// Sentinel errors, wrapped by diagnostics and by the errors functions return
+// (which may wrap an os error instead).
 var (
 	// ErrMalformed marks a line that is not a usable entry: invalid JSON,
 	// not an object, or a member pi relies on has the wrong type.
