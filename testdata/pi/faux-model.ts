@@ -1,0 +1,139 @@
+// A scripted model for pi, registered as a provider with pi-ai's faux
+// provider: the only stand-in pi-session's end-to-end tests and demo use.
+//
+// Environment:
+//   FAUX_SCRIPT    JSON scenario file (optional):
+//                    {"steps": [step, ...], "repeat": false, "fallback": "echo"}
+//                  step: {"text": "..."}                       answer with text
+//                        {"tool": "name", "args": {...}}       call one tool
+//                        {"tools": [{"tool","args"}, ...]}     call tools in parallel
+//                  Text may use ${lastUser} and ${lastToolResult}.
+//                  The n-th request (counted across processes through
+//                  FAUX_LOG, so a scenario spans relaunches) gets step n;
+//                  after the last step, "repeat" starts over, otherwise the
+//                  fallback answers: "echo" (faux: <last user text>) or
+//                  "demo" (the demo's friendly answers).
+//   FAUX_FALLBACK  fallback without a script (default echo)
+//   FAUX_LOG       JSONL file; one line per request the model received:
+//                  {"n", "pid", "messages", "tools"}
+//   FAUX_PROVIDER, FAUX_MODEL, FAUX_MODEL_NAME, FAUX_CONTEXT_WINDOW
+//                  the provider/model names (default faux/faux-1)
+import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import * as fs from "node:fs";
+
+type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[] };
+type Scenario = { steps?: Step[]; repeat?: boolean; fallback?: string };
+
+function loadScenario(): Scenario {
+	const file = process.env.FAUX_SCRIPT;
+	if (!file) return { steps: [], fallback: process.env.FAUX_FALLBACK ?? "echo" };
+	const s = JSON.parse(fs.readFileSync(file, "utf8")) as Scenario;
+	return { steps: s.steps ?? [], repeat: s.repeat ?? false, fallback: s.fallback ?? process.env.FAUX_FALLBACK ?? "echo" };
+}
+
+function textOf(content: unknown): string {
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.filter((b: any) => b && b.type === "text")
+		.map((b: any) => b.text)
+		.join("\n");
+}
+
+function last(messages: any[], role: string): string {
+	for (let i = messages.length - 1; i >= 0; i--) {
+		if (messages[i].role === role) return textOf(messages[i].content);
+	}
+	return "";
+}
+
+// requestIndex is how many requests the model answered before this one,
+// across every process sharing FAUX_LOG.
+let localCount = 0;
+function requestIndex(): number {
+	const log = process.env.FAUX_LOG;
+	if (!log) return localCount++;
+	try {
+		const data = fs.readFileSync(log, "utf8");
+		return data.length === 0 ? 0 : data.split("\n").filter((l) => l.length > 0).length;
+	} catch {
+		return 0;
+	}
+}
+
+function logRequest(n: number, messages: any[]) {
+	const log = process.env.FAUX_LOG;
+	if (!log) return;
+	const tools: string[] = [];
+	for (const m of messages) {
+		if (m.role === "system" && Array.isArray(m.tools)) for (const t of m.tools) tools.push(t.name);
+	}
+	fs.appendFileSync(log, JSON.stringify({ n, pid: process.pid, messages, tools }) + "\n", { mode: 0o600 });
+}
+
+function demoAnswer(user: string): string {
+	const m = /^continue from (\S+)/.exec(user.trim());
+	if (m) {
+		let handoff = "";
+		try {
+			handoff = fs.readFileSync(m[1], "utf8");
+		} catch (e) {
+			return `I could not read the handoff ${m[1]}: ${(e as Error).message}`;
+		}
+		const goal = /## Goal\n+([^\n]+)/.exec(handoff)?.[1] ?? "(no goal recorded)";
+		const next = /## Next step\n+([^\n]+)/.exec(handoff)?.[1] ?? "(no next step recorded)";
+		return [
+			`Continuing from the handoff ${m[1]}.`,
+			`This is a fresh pi process (pid ${process.pid}); pi-session started it because the last one exited after a verified handoff.`,
+			`Goal: ${goal}`,
+			`Next step: ${next}`,
+		].join("\n\n");
+	}
+	return [
+		`(scripted demo model, offline) You said: "${user.trim()}".`,
+		"pi is running under pi-session: a PTY it owns, your keys and window size passed through.",
+		"Type /handoff to write a handoff and watch pi-session relaunch pi into a fresh process that continues from it; /quit leaves.",
+	].join("\n\n");
+}
+
+export default function (pi: ExtensionAPI) {
+	const scenario = loadScenario();
+	const provider = process.env.FAUX_PROVIDER ?? "faux";
+	const modelId = process.env.FAUX_MODEL ?? "faux-1";
+	const faux = fauxProvider({
+		provider,
+		api: provider,
+		models: [
+			{
+				id: modelId,
+				name: process.env.FAUX_MODEL_NAME ?? "Faux Model",
+				contextWindow: Number(process.env.FAUX_CONTEXT_WINDOW ?? 128000),
+			},
+		],
+	});
+	const respond = (context: any) => {
+		faux.appendResponses([respond]); // keep exactly one response queued
+		const messages = context.messages ?? [];
+		const n = requestIndex();
+		logRequest(n, messages);
+		const steps = scenario.steps ?? [];
+		let step: Step | undefined;
+		if (n < steps.length) step = steps[n];
+		else if (scenario.repeat && steps.length > 0) step = steps[n % steps.length];
+		const subst = (s: string) =>
+			s.replaceAll("${lastUser}", last(messages, "user")).replaceAll("${lastToolResult}", last(messages, "toolResult"));
+		if (step?.tools || step?.tool) {
+			const calls = step.tools ?? [{ tool: step.tool!, args: step.args }];
+			return fauxAssistantMessage(
+				calls.map((c) => fauxToolCall(c.tool, c.args ?? {})),
+				{ stopReason: "toolUse" },
+			);
+		}
+		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text));
+		if (scenario.fallback === "demo") return fauxAssistantMessage(demoAnswer(last(messages, "user")));
+		return fauxAssistantMessage("faux: " + last(messages, "user"));
+	};
+	faux.setResponses([respond]);
+	pi.registerProvider(faux.provider);
+}
