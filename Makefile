@@ -1,0 +1,57 @@
+# pi-session: build, test, benchmark and demo. `make help` lists the targets.
+
+GO        ?= go
+NPM       ?= npm
+PREFIX    ?= $(HOME)/.local
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS   := -X main.version=$(VERSION)
+TOOLS     := tools/node_modules
+TOOLS_OK  := $(TOOLS)/.installed
+BIN       := bin/pi-session
+
+.DEFAULT_GOAL := build
+.PHONY: build tools test check bench demo install fuzz fixtures clean help
+
+build: ## build bin/pi-session
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/pi-session
+
+$(BIN): build
+
+tools: $(TOOLS_OK) ## install Node 22 and pi 1.6.0 into tools/node_modules (no-op when present)
+
+$(TOOLS_OK): tools/package.json tools/package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "make tools: npm is needed to fetch Node 22 and pi from the npm registry (apt install npm)"; exit 1; }
+	cd tools && $(NPM) ci --no-audit --no-fund --loglevel=error
+	@$(TOOLS)/.bin/node --version | grep -q '^v22\.' || { echo "make tools: tools/node_modules/.bin/node is not Node 22"; exit 1; }
+	@$(TOOLS)/.bin/node $(TOOLS)/@earendil-works/pi-coding-agent/dist/cli.js --version
+	touch $@
+
+check: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: tools check ## run every test, end-to-end tests with real pi included
+	$(GO) test -count=1 -timeout 30m ./...
+
+bench: tools build ## run the benchmarks and print ratios against same-run baselines
+	bash scripts/bench.sh
+
+demo: tools build ## run pi under pi-session offline with a scripted model
+	bash demo/run.sh
+
+install: build ## install pi-session into $(PREFIX)/bin (then: alias pi=pi-session)
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN) $(PREFIX)/bin/pi-session
+	@echo "installed $(PREFIX)/bin/pi-session; add to your shell: alias pi=pi-session"
+
+fuzz: ## run every fuzzer for FUZZTIME (default 30s) and keep new corpus entries in testdata/fuzz
+	bash scripts/fuzz.sh $(or $(FUZZTIME),30s)
+
+fixtures: tools ## re-record the session fixtures from real pi 1.6.0
+	session/testdata/record/record.sh
+
+clean: ## remove build output (keeps tools/node_modules)
+	rm -rf bin
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make demo: real pi 1.6 under pi-session, offline, with a scripted model.
+# Everything pi writes goes to a throwaway directory; nothing touches ~/.pi.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/tools/node_modules/.bin"
+[ -x "$bin/pi" ] || { echo "demo: run 'make tools' first" >&2; exit 1; }
+[ -x "$root/bin/pi-session" ] || { echo "demo: run 'make build' first" >&2; exit 1; }
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
+mkdir -p "$dir/agent" "$dir/home" "$dir/project"
+printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
+
+export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent"
+export PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1 PI_TELEMETRY=0
+export PI_SESSION_PI="$bin/pi"
+export FAUX_FALLBACK=demo FAUX_PROVIDER=demo FAUX_MODEL=scripted FAUX_MODEL_NAME="Scripted demo model"
+cd "$dir/project"
+args=(-e "$root/testdata/pi/faux-model.ts" -e "$root/demo/handoff.ts" --model demo/scripted)
+
+if [ -t 0 ] && [ -t 1 ]; then
+  cat <<TXT
+pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
+  1. Type anything and press Enter: the scripted model answers.
+  2. Type /handoff finish the demo  and press Enter: pi writes a handoff and exits;
+     pi-session relaunches a fresh pi in this terminal that continues from it.
+  3. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
+Files of this run: $dir
+Press Enter to start.
+TXT
+  read -r _
+  exec "$root/bin/pi-session" "${args[@]}"
+fi
+
+# Not at a terminal (CI, a pipe): the same story in print mode.
+echo "pi-session demo (print mode; run 'make demo' in a terminal for the TUI)"
+echo "\$ pi-session --model demo/scripted -p '/handoff finish the demo'"
+"$root/bin/pi-session" "${args[@]}" -p "/handoff finish the demo"
+echo
+echo "handoff notes written: $(ls "$dir/project/.ai-work/handoffs")"
