@@ -71,8 +71,11 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	s.target.Store(ptmx)
 	defer s.target.Store(nil)
 	s.pumpOnce.Do(func() { go s.pump() })
-	outDone := make(chan struct{})
-	go s.copyOut(ptmx, outDone)
+	out, err := s.startOutput(ptmx)
+	if err != nil {
+		syscall.Kill(-piPID, syscall.SIGHUP)
+		return Result{PID: piPID}, &StartError{Code: 71, Err: err}
+	}
 
 	statuses := make(chan syscall.WaitStatus, 4)
 	waitErr := make(chan error, 1)
@@ -90,10 +93,10 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 			if ws.Continued() {
 				continue
 			}
-			drain(ptmx, outDone)
+			out.drain()
 			return resultOf(piPID, ws), nil
 		case err := <-waitErr:
-			drain(ptmx, outDone)
+			out.drain()
 			return Result{PID: piPID}, err
 		case <-ctx.Done():
 			syscall.Kill(-piPID, syscall.SIGTERM)
@@ -322,36 +325,70 @@ func (s *Supervisor) pump() {
 	}
 }
 
-// copyOut copies pi's output to the user's terminal until the PTY closes.
-// When the terminal stops accepting output it keeps reading, so pi never
-// blocks on a full PTY.
-func (s *Supervisor) copyOut(ptmx *os.File, done chan<- struct{}) {
-	defer close(done)
-	defer s.rescue()
-	buf := make([]byte, 128<<10)
+// output copies pi's output from the PTY master to the user's terminal
+// with poll(2) and read(2) on the raw descriptor, as script(1) does; Go's
+// poller would add a park and a wakeup for every 4 KiB the terminal layer
+// hands out. A pipe interrupts the poll when the copy must be cut off.
+type output struct {
+	s            *Supervisor
+	ptmx         *os.File
+	wakeR, wakeW *os.File
+	done         chan struct{}
+}
+
+// startOutput starts copying ptmx to the user's terminal until the PTY
+// reports end of output or the copy is cut off by drain.
+func (s *Supervisor) startOutput(ptmx *os.File) (*output, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	o := &output{s: s, ptmx: ptmx, wakeR: r, wakeW: w, done: make(chan struct{})}
+	go o.copy()
+	return o, nil
+}
+
+func (o *output) copy() {
+	defer close(o.done)
+	defer o.s.rescue()
+	var fd, wake int
+	_ = control(o.ptmx, func(f int) error { fd = f; return nil })
+	_ = control(o.wakeR, func(f int) error { wake = f; return nil })
+	buf := make([]byte, 64<<10)
 	var werr error
 	for {
-		n, err := ptmx.Read(buf)
+		n, err := unix.Read(fd, buf)
 		if n > 0 && werr == nil {
-			s.copying.Add(1)
-			_, werr = s.opts.Stdout.Write(buf[:n])
-			s.copying.Add(-1)
+			o.s.copying.Add(1)
+			_, werr = o.s.opts.Stdout.Write(buf[:n])
+			o.s.copying.Add(-1)
 		}
-		if err != nil {
-			return
+		switch {
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+				return
+			}
+			if fds[1].Revents != 0 {
+				return
+			}
+		case err != nil, n == 0:
+			return // EIO: every holder of the PTY's other end has closed it
 		}
 	}
 }
 
 // drain lets the last output reach the terminal: it waits for the PTY to
 // report end of output (all holders of its other end closed), or at most
-// drainGrace, then cuts it off.
-func drain(ptmx *os.File, outDone <-chan struct{}) {
+// drainGrace, then cuts the copy off.
+func (o *output) drain() {
 	select {
-	case <-outDone:
-		return
+	case <-o.done:
 	case <-time.After(drainGrace):
+		o.wakeW.Write([]byte{0})
+		<-o.done
 	}
-	_ = ptmx.SetReadDeadline(time.Now())
-	<-outDone
+	o.wakeR.Close()
+	o.wakeW.Close()
 }

@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/pi-session/pi-session/pitest"
+)
+
+// onPTY runs cmd with a fresh PTY as its terminal, reads everything it
+// writes as fast as possible, and returns the bytes read and the wall time
+// from start to exit.
+func onPTY(b *testing.B, cmd *exec.Cmd) (int64, time.Duration) {
+	b.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ptmx.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	tty.Close()
+	n, err := io.Copy(io.Discard, ptmx)
+	var pe *os.PathError
+	if err != nil && !(errors.As(err, &pe) && errors.Is(pe.Err, syscall.EIO)) {
+		b.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("%v: %v", cmd.Args, err)
+	}
+	return n, time.Since(start)
+}
+
+func bigFile(b *testing.B, size int) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "big.txt")
+	line := []byte(strings.Repeat("0123456789abcdef", 6) + " pi-session passthrough benchmark line\n")
+	var buf bytes.Buffer
+	for buf.Len() < 1<<20 {
+		buf.Write(line)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for written := 0; written < size; written += buf.Len() {
+		f.Write(buf.Bytes())
+	}
+	f.Close()
+	return p
+}
+
+// BenchmarkPassthrough: cat of a 200 MB file on a terminal, through
+// pi-session and through script(1), interleaved in the same run; x-script is
+// the ratio of the median throughputs (aim: at least 0.9). direct is cat
+// alone on the terminal: the PTY's own ceiling on this machine.
+func BenchmarkPassthrough(b *testing.B) {
+	bin := pitest.Binary(b)
+	file := bigFile(b, 200<<20)
+	cat, _ := exec.LookPath("cat")
+	var ps, sc, direct []float64
+	mbps := func(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
+	for i := 0; i < b.N; i++ {
+		c := exec.Command(bin, file)
+		c.Env = append(os.Environ(), "PI_SESSION_PI="+cat, "PI_SESSION_MARKER_DIR="+b.TempDir())
+		ps = append(ps, mbps(onPTY(b, c)))
+		sc = append(sc, mbps(onPTY(b, exec.Command("script", "-qfc", cat+" "+file, "/dev/null"))))
+		direct = append(direct, mbps(onPTY(b, exec.Command(cat, file))))
+	}
+	b.ReportMetric(medianF(ps), "pi-session-MB/s")
+	b.ReportMetric(medianF(sc), "script-MB/s")
+	b.ReportMetric(medianF(direct), "direct-MB/s")
+	b.ReportMetric(medianF(ps)/medianF(sc), "x-script")
+}
+
+func medianF(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// BenchmarkStartup: the latency pi-session adds around a trivial child
+// (true), on a terminal (PTY, session leader) and on pipes, against the
+// child alone measured in the same run (aim: at most 5 ms).
+func BenchmarkStartup(b *testing.B) {
+	bin := pitest.Binary(b)
+	truePath, _ := exec.LookPath("true")
+	markers := b.TempDir()
+	const runs = 100
+	for _, mode := range []string{"pty", "pipes"} {
+		b.Run(mode, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				var alone, wrapped []time.Duration
+				for r := 0; r < runs; r++ {
+					for _, withSession := range []bool{false, true} {
+						var c *exec.Cmd
+						if withSession {
+							c = exec.Command(bin)
+							c.Env = append(os.Environ(), "PI_SESSION_PI="+truePath, "PI_SESSION_MARKER_DIR="+markers)
+						} else {
+							c = exec.Command(truePath)
+						}
+						var d time.Duration
+						if mode == "pty" {
+							_, d = onPTY(b, c)
+						} else {
+							start := time.Now()
+							if out, err := c.CombinedOutput(); err != nil {
+								b.Fatalf("%v: %v %s", c.Args, err, out)
+							}
+							d = time.Since(start)
+						}
+						if withSession {
+							wrapped = append(wrapped, d)
+						} else {
+							alone = append(alone, d)
+						}
+					}
+				}
+				ma, mw := median(alone), median(wrapped)
+				b.ReportMetric(float64(ma.Microseconds())/1000, "child-ms")
+				b.ReportMetric(float64(mw.Microseconds())/1000, "wrapped-ms")
+				b.ReportMetric(float64((mw-ma).Microseconds())/1000, "added-ms")
+			}
+		})
+	}
+}
+
+// BenchmarkIdleMemory: resident memory of pi-session (and of its PTY session
+// leader) while pi idles (aim: at most 20 MiB for the supervisor).
+func BenchmarkIdleMemory(b *testing.B) {
+	bin := pitest.Binary(b)
+	sleep, _ := exec.LookPath("sleep")
+	for i := 0; i < b.N; i++ {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := exec.Command(bin, "2")
+		c.Env = append(os.Environ(), "PI_SESSION_PI="+sleep, "PI_SESSION_MARKER_DIR="+b.TempDir())
+		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if err := c.Start(); err != nil {
+			b.Fatal(err)
+		}
+		go io.Copy(io.Discard, ptmx)
+		time.Sleep(time.Second) // idle: started, nothing flowing
+		sup := rssMiB(b, c.Process.Pid)
+		leader := 0.0
+		for _, pid := range childPIDs(c.Process.Pid) {
+			leader = rssMiB(b, pid)
+		}
+		c.Wait()
+		tty.Close()
+		ptmx.Close()
+		b.ReportMetric(sup, "supervisor-MiB")
+		b.ReportMetric(leader, "leader-MiB")
+	}
+}
+
+func rssMiB(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatalf("no VmRSS for %d", pid)
+	return 0
+}
