@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -51,25 +50,13 @@ func RunLeader(args, env []string) int {
 		for range sigs {
 		}
 	}()
-	cmd := &exec.Cmd{
-		Path:   args[0],
-		Args:   args,
-		Env:    leaderChildEnv(env, os.Getpid()),
-		Stdin:  os.Stdin,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:    true,
-			Foreground: true,
-			Ctty:       0,
-		},
-	}
-	if err := cmd.Start(); err != nil {
-		se := startError(err).(*StartError)
-		fmt.Fprintf(report, "err %d %s\n", se.Code, strings.ReplaceAll(err.Error(), "\n", " "))
+	pid, err := spawn(args[0], args, "", leaderChildEnv(env, os.Getpid()),
+		[]*os.File{os.Stdin, os.Stdout, os.Stderr}, &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0})
+	if err != nil {
+		se := err.(*StartError)
+		fmt.Fprintf(report, "err %d %s\n", se.Code, strings.ReplaceAll(se.Err.Error(), "\n", " "))
 		return se.Code
 	}
-	pid := cmd.Process.Pid
 	fmt.Fprintf(report, "pid %d\n", pid)
 	report.Close()
 	for {

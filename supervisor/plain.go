@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"syscall"
 )
 
@@ -17,17 +16,12 @@ import (
 // (CI, services), pi gets its own process group and every signal is forwarded
 // to that group.
 func (s *Supervisor) runPlain(ctx context.Context, l Launch, sigs <-chan os.Signal) (Result, error) {
-	cmd := &exec.Cmd{Path: l.Path, Args: append([]string{l.Path}, l.Args...), Env: l.Env, Dir: l.Dir}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.opts.Stdin, s.opts.Stdout, s.opts.Stderr
 	ownGroup := !s.ctty
-	if ownGroup {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pid, err := spawn(l.Path, append([]string{l.Path}, l.Args...), l.Dir, l.Env,
+		[]*os.File{s.opts.Stdin, s.opts.Stdout, s.opts.Stderr}, &syscall.SysProcAttr{Setpgid: ownGroup})
+	if err != nil {
+		return Result{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return Result{}, startError(err)
-	}
-	pid := cmd.Process.Pid
-	defer cmd.Process.Release()
 	if l.Started != nil {
 		l.Started(pid)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,29 +30,16 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	defer ptmx.Close()
 	_ = copySize(s.opts.Stdin, ptmx) // a terminal without a size keeps the default
 
-	cmd, report, err := s.ptyCommand(l, tty)
-	if err != nil {
-		tty.Close()
-		return Result{}, err
-	}
 	if err := s.makeRaw(); err != nil {
 		tty.Close()
 		return Result{}, &StartError{Code: 71, Err: err}
 	}
 	defer s.restoreTerminal()
-	err = cmd.Start()
+	leader, report, err := s.startLeader(l, tty)
 	tty.Close()
-	if len(cmd.ExtraFiles) > 0 {
-		cmd.ExtraFiles[0].Close()
-	}
 	if err != nil {
-		if report != nil {
-			report.Close()
-		}
-		return Result{}, startError(err)
+		return Result{}, err
 	}
-	leader := cmd.Process.Pid
-	defer cmd.Process.Release()
 	piPID := leader
 	if report != nil {
 		piPID, err = readLeaderReport(report)
@@ -125,31 +111,32 @@ func openPTY() (ptmx, tty *os.File, err error) {
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), tty, nil
 }
 
-// ptyCommand prepares the process that leads the PTY session: the leader,
+// startLeader starts the process that leads the PTY session: the leader,
 // which starts pi in its own foreground process group and reports pi's pid
 // on the returned pipe, or pi itself when no leader is configured.
-func (s *Supervisor) ptyCommand(l Launch, tty *os.File) (*exec.Cmd, *os.File, error) {
-	var cmd *exec.Cmd
-	var report *os.File
+func (s *Supervisor) startLeader(l Launch, tty *os.File) (pid int, report *os.File, err error) {
+	path, argv, env := l.Path, append([]string{l.Path}, l.Args...), l.Env
+	files := []*os.File{tty, tty, tty}
 	if s.opts.Leader != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, nil, &StartError{Code: 71, Err: err}
+			return 0, nil, &StartError{Code: 71, Err: err}
 		}
-		cmd = &exec.Cmd{
-			Path:       s.opts.Leader.Path,
-			Args:       append(append(append([]string{}, s.opts.Leader.Args...), l.Path), l.Args...),
-			Env:        append(append([]string{}, l.Env...), leaderEnv+"=1"),
-			ExtraFiles: []*os.File{w},
-		}
+		defer w.Close()
+		path = s.opts.Leader.Path
+		argv = append(append([]string{}, s.opts.Leader.Args...), argv...)
+		env = append(append([]string{}, env...), leaderEnv+"=1")
+		files = append(files, w)
 		report = r
-	} else {
-		cmd = &exec.Cmd{Path: l.Path, Args: append([]string{l.Path}, l.Args...), Env: l.Env}
 	}
-	cmd.Dir = l.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	return cmd, report, nil
+	pid, err = spawn(path, argv, l.Dir, env, files, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0})
+	if err != nil {
+		if report != nil {
+			report.Close()
+		}
+		return 0, nil, err
+	}
+	return pid, report, nil
 }
 
 // readLeaderReport reads the leader's one line: "pid N" once pi runs, or

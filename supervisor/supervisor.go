@@ -238,6 +238,22 @@ func startError(err error) error {
 	return &StartError{Code: code, Err: err}
 }
 
+// spawn starts path with argv, dir, env and the given files as its first
+// descriptors. It uses syscall.ForkExec, not os/exec: pi-session reaps its
+// children with wait4 itself, and os/exec's first start forks a probe child
+// to test pidfd support, which shows in pi-session's start-up time.
+func spawn(path string, argv []string, dir string, env []string, files []*os.File, sys *syscall.SysProcAttr) (int, error) {
+	fds := make([]uintptr, len(files))
+	for i, f := range files {
+		fds[i] = f.Fd()
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds, Sys: sys})
+	if err != nil {
+		return 0, startError(&os.PathError{Op: "fork/exec", Path: path, Err: err})
+	}
+	return pid, nil
+}
+
 // waitLoop reaps pid with wait4 and sends every status change; it ends after
 // the exit status.
 func waitLoop(pid int, options int, out chan<- syscall.WaitStatus, errc chan<- error) {
