@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, each printing its figures and its ratio
+# against a baseline measured in the same run (the machine is noisy, so
+# absolute times do not carry over). Nothing here is asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run() { # title, package, bench regexp, benchtime
+  echo "== $1"
+  go test "$2" -run '^$' -bench "$3" -benchtime "$4" -timeout 60m 2>&1 | grep -E '^(Benchmark|---|FAIL|panic)' || true
+}
+run "supervisor: terminal passthrough (cat 200 MB) vs script -qfc" ./e2e 'Passthrough' 3x
+run "supervisor: added start-up latency around true" ./e2e 'Startup' 1x
+run "supervisor: idle resident memory" ./e2e 'IdleMemory' 1x
+run "rotate: 8 writer processes x 200k lines of 200 B vs plain O_APPEND" ./rotate 'AppendProcesses/writers=8' 1600000x
+run "rotate: one writer vs plain O_APPEND" ./rotate 'AppendProcesses/writers=1|Append$' 200000x
+run "status: pruning pass over 100k records, listing 10k" ./status '.' 20x
+run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
