@@ -1,0 +1,267 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// writeTimeout bounds one write to a peer that stopped reading.
+const writeTimeout = 30 * time.Second
+
+// conn is one accepted connection.
+type conn struct {
+	h    *Host
+	c    *net.UnixConn
+	peer *Peer
+
+	ctx    context.Context // ends with the connection
+	cancel context.CancelFunc
+	slots  chan struct{} // one per request in flight
+
+	wmu sync.Mutex // serializes frames on the wire
+
+	mu       sync.Mutex
+	hello    bool
+	bye      bool
+	inflight map[string]context.CancelFunc // by raw id, for rpc.cancel
+}
+
+func newConn(h *Host, c *net.UnixConn, peer *Peer) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{h: h, c: c, peer: peer, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, h.cfg.MaxInFlight), inflight: map[string]context.CancelFunc{}}
+}
+
+func (cn *conn) close() {
+	cn.cancel()
+	cn.c.Close()
+}
+
+// serve reads frames until the peer goes away and answers each.
+func (cn *conn) serve() {
+	defer func() {
+		cn.close()
+		cn.mu.Lock()
+		said, clean := cn.hello, cn.bye
+		cn.mu.Unlock()
+		if said && cn.h.cfg.OnClose != nil {
+			cn.h.cfg.OnClose(cn.peer, clean)
+		}
+	}()
+	fr := newFrameReader(cn.c, cn.h.cfg.MaxMessage, cn.h.cfg.MaxBulk)
+	for {
+		f, err := fr.next()
+		if f.err != nil {
+			cn.h.log.Warn("bad message", "peerPid", cn.peer.PID, "code", f.err.Code, "err", f.err.Message)
+			cn.reply(f.id, nil, f.err) // JSON-RPC: id null when it could not be read
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				cn.h.log.Info("connection ended", "peerPid", cn.peer.PID, "err", err)
+			}
+			return
+		}
+		if f.err != nil {
+			continue
+		}
+		if !f.msg.isRequest() {
+			continue // responses: the host asks nothing of its peers yet
+		}
+		if !cn.builtin(&f) {
+			cn.dispatch(f)
+		}
+	}
+}
+
+// builtin handles the host's own methods in order, on the reading
+// goroutine; it reports whether f was one.
+func (cn *conn) builtin(f *frame) bool {
+	m := &f.msg
+	switch m.Method {
+	case "hello":
+		cn.doHello(m)
+	case "bye":
+		cn.mu.Lock()
+		cn.bye = true
+		cn.mu.Unlock()
+		if !m.isNotification() {
+			cn.reply(m.ID, struct{}{}, nil)
+		}
+	case "ping":
+		if !m.isNotification() {
+			cn.reply(m.ID, struct{}{}, nil)
+		}
+	case "rpc.cancel":
+		var p struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && p.ID != nil {
+			cn.mu.Lock()
+			if cancel := cn.inflight[string(p.ID)]; cancel != nil {
+				cancel()
+			}
+			cn.mu.Unlock()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (cn *conn) doHello(m *message) {
+	var hello Hello
+	if err := json.Unmarshal(m.Params, &hello); err != nil || m.Params == nil {
+		cn.reply(m.ID, nil, Errorf(CodeInvalidParams, "hooks: hello needs an object with the protocol version"))
+		return
+	}
+	if hello.Protocol != Protocol {
+		e := Errorf(CodeVersion, "hooks: protocol version mismatch: the extension speaks %d, pi-session %s speaks %d; use the extension bundled with this pi-session (pi-session setup updates an installed copy)", hello.Protocol, cn.h.cfg.Version, Protocol)
+		e.Data = map[string]any{"protocol": Protocol, "version": cn.h.cfg.Version}
+		cn.h.log.Warn("protocol mismatch", "peerPid", cn.peer.PID, "protocol", hello.Protocol)
+		cn.reply(m.ID, nil, e)
+		return
+	}
+	cn.mu.Lock()
+	again := cn.hello
+	if !again {
+		cn.hello = true
+		cn.peer.Hello = hello
+	}
+	cn.mu.Unlock()
+	if again {
+		cn.reply(m.ID, nil, Errorf(CodeInvalidRequest, "hooks: hello was already said on this connection"))
+		return
+	}
+	cn.h.log.Info("hello", "peerPid", cn.peer.PID, "client", hello.Client, "session", hello.SessionID, "role", hello.Role, "mode", hello.Mode, "owned", cn.peer.Owned)
+	if cn.h.cfg.OnHello != nil {
+		cn.h.cfg.OnHello(cn.peer)
+	}
+	cn.reply(m.ID, cn.h.helloResult(cn.peer), nil)
+}
+
+// dispatch runs an engine method on its own goroutine, under the request's
+// deadline. It waits for a free slot first, so a peer with too many calls
+// in flight stops being read.
+func (cn *conn) dispatch(f frame) {
+	m := f.msg
+	cn.mu.Lock()
+	said := cn.hello
+	cn.mu.Unlock()
+	if !said {
+		cn.reply(m.ID, nil, Errorf(CodeHelloFirst, "hooks: say hello before calling %s", m.Method))
+		return
+	}
+	fn := cn.h.handler(m.Method)
+	if fn == nil {
+		cn.reply(m.ID, nil, Errorf(CodeMethodNotFound, "hooks: no method %s", m.Method))
+		return
+	}
+	select {
+	case cn.slots <- struct{}{}:
+	case <-cn.ctx.Done():
+		return
+	}
+	timeout := cn.h.cfg.Timeout
+	if m.TimeoutMs > 0 {
+		timeout = min(time.Duration(m.TimeoutMs)*time.Millisecond, cn.h.cfg.MaxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(cn.ctx, timeout)
+	key := string(m.ID)
+	if m.ID != nil {
+		cn.mu.Lock()
+		cn.inflight[key] = cancel
+		cn.mu.Unlock()
+	}
+	req := &Request{Method: m.Method, Params: m.Params, Bulk: f.bulk, Peer: cn.peer, host: cn.h}
+	go func() {
+		defer func() { <-cn.slots }()
+		defer cancel()
+		res, err := cn.call(ctx, fn, req, timeout)
+		if m.ID != nil {
+			cn.mu.Lock()
+			delete(cn.inflight, key)
+			cn.mu.Unlock()
+		}
+		if m.isNotification() || cn.ctx.Err() != nil {
+			return
+		}
+		cn.reply(m.ID, res, err)
+	}()
+}
+
+// call runs fn and returns its answer, or an error when ctx ends first
+// (the handler keeps running, but its answer is dropped).
+func (cn *conn) call(ctx context.Context, fn Handler, req *Request, timeout time.Duration) (any, error) {
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				cn.h.log.Error("engine panic", "method", req.Method, "peerPid", req.Peer.PID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				done <- answer{err: Errorf(CodeInternal, "hooks: %s panicked: %v", req.Method, p)}
+			}
+		}()
+		res, err := fn(ctx, req)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cn.h.log.Warn("deadline exceeded", "method", req.Method, "peerPid", req.Peer.PID, "timeout", timeout)
+			return nil, &Error{Code: CodeDeadline, Message: fmt.Sprintf("hooks: %s did not answer within its deadline of %s", req.Method, timeout),
+				Data: map[string]any{"timeoutMs": timeout.Milliseconds()}}
+		}
+		return nil, Errorf(CodeCancelled, "hooks: %s was cancelled", req.Method)
+	}
+}
+
+// reply sends a result or an error for id.
+func (cn *conn) reply(id json.RawMessage, res any, err error) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	m := &message{ID: id}
+	var bulk []byte
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Code: CodeEngine, Message: err.Error()}
+		}
+		m.Error = e
+	} else {
+		if r, ok := res.(Reply); ok {
+			res, bulk = r.Result, r.Bulk
+		}
+		if res == nil {
+			res = struct{}{}
+		}
+		b, jerr := json.Marshal(res)
+		switch {
+		case jerr != nil:
+			m.Error, bulk = Errorf(CodeInternal, "hooks: encode the result: %v", jerr), nil
+		case len(b) > cn.h.cfg.MaxMessage:
+			m.Error, bulk = Errorf(CodeTooLarge, "hooks: result of %d bytes exceeds the limit of %d bytes (maxMessage); engines send large results as bulk bytes", len(b), cn.h.cfg.MaxMessage), nil
+		default:
+			m.Result = b
+		}
+	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if werr := writeFrame(cn.c, m, bulk); werr != nil && cn.ctx.Err() == nil {
+		cn.h.log.Info("write failed", "peerPid", cn.peer.PID, "err", werr)
+		cn.close()
+	}
+}
