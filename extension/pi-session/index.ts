@@ -1,0 +1,223 @@
+// pi-session's extension: the thin side of pi-session inside pi. It
+// connects to the engine host (PI_SESSION_SOCKET from the wrapper, or a
+// `pi-session serve` it starts under plain pi), forwards hooks to engines,
+// applies their answers and falls back to pi's own behaviour whenever the
+// engine is unreachable, slow or wrong.
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
+import { packBlocks, unpackBlocks, type Block } from "./blocks.ts";
+import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
+import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
+import { ensureServe, stopServe } from "./serve.ts";
+import { VERSION } from "./version.ts";
+
+const STATUS_KEY = "pi-session";
+
+// ARM_RELAUNCH is the pi.events channel other extensions use to ask for a
+// relaunch: emit {handoff, launchPrompt?, cwd?, reply?(answer)}; reply gets
+// {ok: true, marker} or {ok: false, reason}.
+export const ARM_RELAUNCH = "pi-session:arm-relaunch";
+
+export type ArmRequest = {
+	handoff: string;
+	launchPrompt?: string | null;
+	cwd?: string;
+	reply?: (answer: { ok: true; marker: string } | { ok: false; reason: string }) => void;
+};
+
+type Describe = {
+	sessionFile: string;
+	exists: boolean;
+	entries: number;
+	branch: number;
+	messages: number;
+	llmMessages: number;
+	tokens: number;
+	contextTokens: number;
+	diagnostics: number;
+	leafId: string;
+};
+
+export default function (pi: ExtensionAPI) {
+	const token = {};
+	let client: Client | undefined;
+	let ctx: ExtensionContext | undefined;
+	let hello: Hello | undefined;
+	let outage = false; // told the user about the current outage
+
+	const say = (text: string, level: "info" | "warning" | "error" = "info") => {
+		if (ctx?.hasUI) ctx.ui.notify(text, level);
+		else console.error(text);
+	};
+	const footer = (text: string | undefined) => {
+		if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
+	};
+
+	const onState = (state: State, err?: Error) => {
+		if (state === "connected") {
+			outage = false;
+			footer(client?.info?.host === "serve" ? "pi-session (serve)" : "pi-session");
+		} else if (state === "down") {
+			footer("pi-session: offline");
+			if (!outage) {
+				outage = true;
+				say(`pi-session: engine unreachable (${err?.message ?? "unknown error"}); pi continues without it and reconnects by itself`, "warning");
+			}
+		}
+	};
+
+	// ask calls an engine method and returns undefined on any failure: the
+	// caller then keeps pi's default behaviour.
+	const ask = async <T>(method: string, params?: unknown, o?: { bulk?: Uint8Array; timeoutMs?: number; signal?: AbortSignal }) => {
+		if (!client) return undefined;
+		try {
+			return await client.call<T>(method, params, o);
+		} catch (e) {
+			const err = e as EngineError;
+			if (err.code !== Code.Unavailable) console.error(`pi-session: ${method}: ${err.message}`);
+			return undefined;
+		}
+	};
+
+	pi.on("session_start", async (_event, c) => {
+		ctx = c;
+		const sm = c.sessionManager;
+		const name = sm.getSessionName();
+		hello = {
+			client: "extension",
+			extension: VERSION,
+			pi: PI_VERSION,
+			pid: process.pid,
+			sessionId: sm.getSessionId() ?? "",
+			sessionFile: sm.getSessionFile() ?? "",
+			sessionName: name ?? "",
+			cwd: c.cwd,
+			role: claimRole(token),
+			mode: c.mode,
+			subagent: isSubagentName(name),
+			headless: isHeadless(c.mode),
+		};
+		const socket = process.env.PI_SESSION_SOCKET;
+		client = new Client({
+			connect: () => (socket ? Promise.resolve(socket) : ensureServe()),
+			hello: () => hello!,
+			onState,
+		});
+		client.start();
+	});
+
+	pi.on("session_shutdown", async (event) => {
+		const c = client;
+		client = undefined;
+		footer(undefined);
+		await c?.close({ timeoutMs: 1000 });
+		if (hello?.role === "primary" && event.reason === "quit" && !process.env.PI_SESSION_SOCKET) stopServe();
+		releaseRole(token);
+	});
+
+	// tool_result goes to the engines that asked for it in hello; each may
+	// return a patch. Any failure leaves the original result.
+	pi.on("tool_result", async (event, c) => {
+		ctx = c;
+		const methods = client?.info?.hooks?.["tool_result"];
+		if (!methods || methods.length === 0) return undefined;
+		let content = event.content as Block[];
+		let details = event.details;
+		let isError = event.isError;
+		let changed = false;
+		for (const method of methods) {
+			const { blocks, bulk } = packBlocks(content);
+			const params = { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, content: blocks, details, isError };
+			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean }>(method, params, { bulk, signal: c.signal });
+			const patch = answer?.result;
+			if (!patch) continue;
+			try {
+				if (patch.content) content = unpackBlocks(patch.content, answer.bulk);
+			} catch (e) {
+				console.error(`pi-session: ${method}: ${(e as Error).message}`);
+				continue;
+			}
+			if (patch.details !== undefined) details = patch.details;
+			if (patch.isError !== undefined) isError = patch.isError;
+			changed = true;
+		}
+		return changed ? { content: content as any, details, isError } : undefined;
+	});
+
+	pi.events.on(ARM_RELAUNCH, async (data) => {
+		const req = data as ArmRequest;
+		const answer = await armRelaunch(req);
+		req.reply?.(answer);
+	});
+
+	const armRelaunch = async (req: ArmRequest): Promise<{ ok: true; marker: string } | { ok: false; reason: string }> => {
+		if (!client || !hello) return { ok: false, reason: "pi-session's extension has no session yet" };
+		if (hello.role !== "primary") return { ok: false, reason: "only the primary session can relaunch pi" };
+		try {
+			const a = await client.call<{ marker: string }>("supervisor.armRelaunch", {
+				handoff: req.handoff,
+				launchPrompt: req.launchPrompt ?? null,
+				cwd: req.cwd ?? ctx?.cwd,
+				sessionFile: ctx?.sessionManager.getSessionFile() ?? null,
+			});
+			return { ok: true, marker: a.result.marker };
+		} catch (e) {
+			const err = e as EngineError;
+			if (err.code === Code.MethodNotFound) return { ok: false, reason: "pi is not running under pi-session (alias pi=pi-session), so nothing can relaunch it" };
+			return { ok: false, reason: err.message };
+		}
+	};
+
+	pi.registerCommand("pi-session", {
+		description: "Show pi-session's engine: connection, versions, socket, latency, and this session as the engine reads it",
+		handler: async (_args, c) => {
+			ctx = c;
+			say(await report(c));
+		},
+	});
+
+	const report = async (c: ExtensionContext): Promise<string> => {
+		const lines: string[] = [];
+		const row = (k: string, v: string) => lines.push(`  ${k.padEnd(9)} ${v}`);
+		const cl = client;
+		const connected = (await cl?.ready()) ?? false;
+		const info = cl?.info;
+		const socket = process.env.PI_SESSION_SOCKET ?? info?.socket ?? "(none: pi-session serve did not start)";
+		if (!cl || !connected || !info) {
+			lines.push(`pi-session: engine unreachable${cl?.lastError ? ` (${cl.lastError.message})` : ""}; pi runs without it and reconnects by itself`);
+			row("socket", socket);
+			row("versions", `extension ${VERSION} · pi ${PI_VERSION}`);
+			return lines.join("\n");
+		}
+		const t0 = performance.now();
+		const ping = await ask("ping");
+		const rtt = performance.now() - t0;
+		const up = Math.round((Date.now() - Date.parse(info.startedAt)) / 1000);
+		lines.push(`pi-session: connected to the engine host (${info.host}, pid ${info.pid}), up ${duration(up)}`);
+		row("versions", `pi-session ${info.version} · extension ${VERSION} · pi ${PI_VERSION} · protocol ${info.protocol}`);
+		row("socket", info.socket);
+		row("latency", ping ? `${rtt.toFixed(2)} ms round trip` : "ping failed");
+		const h = hello!;
+		const flags = [h.role, h.mode, h.subagent ? "subagent" : "", h.headless ? "headless" : "", info.owned ? "relaunch available" : ""].filter(Boolean);
+		row("session", `${h.sessionId} (${flags.join(", ")})`);
+		const d = await ask<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" });
+		if (!d) {
+			row("file", "session.describe failed");
+			return lines.join("\n");
+		}
+		const r = d.result;
+		row("file", r.exists ? r.sessionFile : `${r.sessionFile || "(in memory)"} (not written yet)`);
+		const usage = c.getContextUsage();
+		const piTokens = usage?.tokens == null ? "unknown" : String(usage.tokens);
+		row("read", `${r.entries} entries, branch ${r.branch}, ${r.messages} messages (${r.llmMessages} sent to the model)`);
+		row("tokens", `${r.contextTokens} in context (pi says ${piTokens}); ${r.tokens} estimated over the messages`);
+		if (r.diagnostics > 0) row("problems", `${r.diagnostics} lines pi would skip or tree defects`);
+		return lines.join("\n");
+	};
+}
+
+function duration(s: number): string {
+	if (s < 60) return `${s}s`;
+	if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ""}`;
+	return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
