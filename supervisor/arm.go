@@ -1,0 +1,107 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/relaunch"
+)
+
+// Relauncher is the engine "supervisor": its method armRelaunch writes the
+// relaunch marker of the current launch, on request of the pi process
+// that launch started (the peer pid the kernel reports for the socket,
+// not anything the caller says) from that process's primary session. A
+// pi started from pi's bash tool, or an SDK child session, cannot arm it.
+type Relauncher struct {
+	mu  sync.Mutex
+	pid int
+	a   marker.Assignment
+}
+
+// Arm makes pid, the pi of the launch a, the one process allowed to arm
+// a's marker. Call it from Launch.Started.
+func (r *Relauncher) Arm(pid int, a marker.Assignment) {
+	r.mu.Lock()
+	r.pid, r.a = pid, a
+	r.mu.Unlock()
+}
+
+// Disarm forgets the launch once its pi has exited.
+func (r *Relauncher) Disarm() { r.Arm(0, marker.Assignment{}) }
+
+// Owns reports whether pid is the pi of the current launch.
+func (r *Relauncher) Owns(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return pid != 0 && pid == r.pid
+}
+
+// ArmParams are supervisor.armRelaunch's params: the marker's content.
+// Cwd defaults to the session's cwd from hello.
+type ArmParams struct {
+	Handoff      string  `json:"handoff"`
+	LaunchPrompt *string `json:"launchPrompt"`
+	Cwd          string  `json:"cwd"`
+	SessionFile  *string `json:"sessionFile"`
+}
+
+// ArmResult is supervisor.armRelaunch's answer.
+type ArmResult struct {
+	Marker string `json:"marker"`
+}
+
+// Engine returns the engine to register on the host.
+func (r *Relauncher) Engine() hooks.Engine {
+	return hooks.Engine{Name: "supervisor", Methods: map[string]hooks.Handler{"armRelaunch": r.armRelaunch}}
+}
+
+func (r *Relauncher) armRelaunch(ctx context.Context, req *hooks.Request) (any, error) {
+	var p ArmParams
+	if err := req.Decode(&p); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.pid == 0:
+		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: no pi is running under this pi-session")
+	case req.Peer.PID != r.pid:
+		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: process %d is not the pi this pi-session launched (pid %d); only that pi can arm its relaunch", req.Peer.PID, r.pid)
+	case req.Peer.Hello.Role != hooks.RolePrimary:
+		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: only pi's primary session can arm a relaunch, not an SDK child session (role %q)", req.Peer.Hello.Role)
+	}
+	if p.Cwd == "" {
+		p.Cwd = req.Peer.Hello.Cwd
+	}
+	m := marker.Marker{Cwd: p.Cwd, LaunchPrompt: p.LaunchPrompt, Handoff: p.Handoff, SessionFile: p.SessionFile}
+	if err := marker.WriteAssigned(r.a, m); err != nil {
+		return nil, err
+	}
+	// Check it the way the relaunch will, so a marker that cannot work is
+	// refused now, while the model can still fix it.
+	o := relaunch.Inspect(r.a.Path, relaunch.Exit{}, 0, relaunch.OS{})
+	for _, c := range []struct {
+		what string
+		err  error
+	}{{"marker", o.MarkerErr}, {"cwd", o.CwdErr}, {"handoff", o.HandoffErr}, {"launchPrompt", o.LaunchPromptErr}} {
+		if c.err != nil {
+			os.Remove(r.a.Path)
+			return nil, hooks.Errorf(hooks.CodeInvalidParams, "supervisor: %s: %v", c.what, c.err)
+		}
+	}
+	return ArmResult{Marker: r.a.Path}, nil
+}
+
+// Marker returns the marker path of the launch whose pi is pid, "" when
+// pid is not the pi of the current launch.
+func (r *Relauncher) Marker(pid int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if pid == 0 || pid != r.pid {
+		return ""
+	}
+	return r.a.Path
+}
