@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pi-session/pi-session/atomicfile"
 )
@@ -39,7 +40,9 @@ func Files() map[string][]byte {
 
 // Hash identifies the bundled files' content: the first 12 hex digits of
 // a SHA-256 over their names and bytes.
-func Hash() string {
+func Hash() string { return hash() }
+
+var hash = sync.OnceValue(func() string {
 	fm := Files()
 	names := make([]string, 0, len(fm))
 	for n := range fm {
@@ -52,6 +55,25 @@ func Hash() string {
 		h.Write(fm[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
+})
+
+// stamp marks a directory WriteOnce completed.
+const stamp = ".complete"
+
+// WriteOnce is Write for a directory whose name carries Hash, so that its
+// content never changes: the first call writes the files and then a
+// stamp; later calls only look for the stamp.
+func WriteOnce(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, stamp)); err == nil {
+		return nil
+	}
+	if _, err := Write(dir); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, stamp), []byte(Hash()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("extension: %w", err)
+	}
+	return nil
 }
 
 // Stale lists the bundled files that are missing from dir or differ there.

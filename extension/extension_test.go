@@ -129,3 +129,21 @@ func TestWrite(t *testing.T) {
 		t.Errorf("Hash = %q, want 12 stable hex digits", h)
 	}
 }
+
+func TestWriteOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundled-"+Hash())
+	if err := WriteOnce(dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(Stale(dir)) != 0 {
+		t.Errorf("Stale after WriteOnce: %v", Stale(dir))
+	}
+	// Once stamped, the directory is not read again.
+	os.Remove(filepath.Join(dir, "package.json"))
+	if err := WriteOnce(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); !os.IsNotExist(err) {
+		t.Errorf("WriteOnce rewrote a stamped directory")
+	}
+}
