@@ -1,30 +1,37 @@
 // The demo's handoff: a /handoff command and a handoff tool that write a
-// handoff note and, when pi runs under pi-session, the relaunch marker
-// pi-session assigned to this launch, then let pi exit so pi-session starts
-// a fresh pi that continues from the note.
+// handoff note and, when pi runs under pi-session, ask pi-session to
+// relaunch pi from it, then let pi exit so pi-session starts a fresh pi that
+// continues from the note.
 //
-// The marker is written only by pi-session's own child: PI_SESSION_WRAPPER=1,
-// PI_SESSION_WRAPPER_PID equal to this process's parent, and a marker path
-// whose name carries PI_SESSION_LAUNCH_ID. A pi started from pi's bash tool
-// inherits the variables but has another parent, so it cannot arm its
-// ancestor's relaunch. Format: {"cwd","launchPrompt","handoff","sessionFile","launchId"}.
+// The demo does not write the relaunch marker itself: it asks pi-session's
+// bundled extension over pi's inter-extension bus (pi.events, channel
+// "pi-session:arm-relaunch"), and the extension asks the supervisor over
+// its socket (supervisor.armRelaunch). The supervisor writes the marker only
+// for the pi process it launched (the kernel's peer pid, not anything pi
+// says) and that process's primary session, so a pi started from pi's bash
+// tool cannot arm its ancestor's relaunch.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-type Owner = { marker: string; launchId: string } | { refused: string };
+type ArmAnswer = { ok: true; marker: string } | { ok: false; reason: string };
 
-function markerOwner(): Owner {
-	const env = process.env;
-	if (env.PI_SESSION_WRAPPER !== "1") return { refused: "not running under pi-session" };
-	if (Number(env.PI_SESSION_WRAPPER_PID) !== process.ppid)
-		return { refused: `parent ${process.ppid} is not PI_SESSION_WRAPPER_PID=${env.PI_SESSION_WRAPPER_PID}` };
-	const marker = env.PI_RELAUNCH_MARKER ?? "";
-	const launchId = env.PI_SESSION_LAUNCH_ID ?? "";
-	if (!path.isAbsolute(marker) || !launchId || !path.basename(marker).endsWith(`-${launchId}.json`))
-		return { refused: "PI_RELAUNCH_MARKER does not name this launch" };
-	return { marker, launchId };
+// armRelaunch asks pi-session's extension to arm the relaunch; without an
+// answer in a few seconds (the extension is not loaded) there is none.
+function armRelaunch(pi: ExtensionAPI, ctx: ExtensionContext, handoff: string): Promise<ArmAnswer> {
+	return new Promise((resolve) => {
+		const timer = setTimeout(() => resolve({ ok: false, reason: "pi-session's extension did not answer (is pi running under pi-session?)" }), 5000);
+		pi.events.emit("pi-session:arm-relaunch", {
+			handoff,
+			launchPrompt: null,
+			cwd: ctx.cwd,
+			reply: (a: ArmAnswer) => {
+				clearTimeout(timer);
+				resolve(a);
+			},
+		});
+	});
 }
 
 function writeAtomic(file: string, data: string) {
@@ -82,22 +89,6 @@ function writeHandoff(ctx: ExtensionContext, goal: string, nextStep: string): st
 	return file;
 }
 
-// arm writes the relaunch marker for this launch; it returns why not when pi
-// is not pi-session's own child.
-function arm(ctx: ExtensionContext, handoff: string): string | undefined {
-	const owner = markerOwner();
-	if ("refused" in owner) return owner.refused;
-	const marker = {
-		cwd: ctx.cwd,
-		launchPrompt: null,
-		handoff,
-		sessionFile: ctx.sessionManager.getSessionFile() ?? null,
-		launchId: owner.launchId,
-	};
-	writeAtomic(owner.marker, JSON.stringify(marker, null, 2) + "\n");
-	return undefined;
-}
-
 export default function (pi: ExtensionAPI) {
 	let shutdownWhenSettled = false;
 
@@ -105,9 +96,9 @@ export default function (pi: ExtensionAPI) {
 		description: "Write a handoff note and let pi-session relaunch pi from it",
 		handler: async (args, ctx) => {
 			const file = writeHandoff(ctx, args.trim(), "");
-			const refused = arm(ctx, file);
-			if (refused) {
-				ctx.ui.notify(`Handoff written to ${file}; no relaunch: ${refused}`, "warning");
+			const armed = await armRelaunch(pi, ctx, file);
+			if (!armed.ok) {
+				ctx.ui.notify(`Handoff written to ${file}; no relaunch: ${armed.reason}`, "warning");
 				return;
 			}
 			ctx.ui.notify(`Handoff written to ${file}; pi exits and pi-session relaunches it`, "info");
@@ -125,8 +116,8 @@ export default function (pi: ExtensionAPI) {
 		}),
 		async execute(_id, params, _signal, _onUpdate, ctx) {
 			const file = writeHandoff(ctx, params.goal, params.next_step ?? "");
-			const refused = arm(ctx, file);
-			if (refused) return { content: [{ type: "text", text: `Handoff written to ${file}; no relaunch: ${refused}` }], details: {} };
+			const armed = await armRelaunch(pi, ctx, file);
+			if (!armed.ok) return { content: [{ type: "text", text: `Handoff written to ${file}; no relaunch: ${armed.reason}` }], details: {} };
 			shutdownWhenSettled = true;
 			return { content: [{ type: "text", text: `Handoff written to ${file}; pi exits when this run settles.` }], details: {} };
 		},

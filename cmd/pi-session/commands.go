@@ -36,9 +36,9 @@ var commands = map[string]command{
 	"version": cmdVersion,
 	"status":  cmdStatus,
 	"prune":   cmdPrune,
-	"serve":   notYet("serve"),
-	"setup":   notYet("setup"),
-	"doctor":  notYet("doctor"),
+	"serve":   cmdServe,
+	"setup":   cmdSetup,
+	"doctor":  cmdDoctor,
 	"demo":    notYet("demo"),
 }
 
@@ -114,11 +114,17 @@ Usage:
   pi-session [pi options] [--] [@files...] [messages...]   run pi (alias pi=pi-session)
   pi-session -- <word> ...                                 send a reserved word to pi as a prompt
   pi-session version                                       pi-session's version and the pi it runs
-  (reserved: status, prune, serve, setup, doctor, demo)
+  pi-session status | prune                                sessions' status records (see --help of each)
+  pi-session setup                                         install pi-session's extension for plain pi too
+  pi-session doctor                                        check Node, pi, the extension, the engine socket
+  pi-session serve                                         the engine host alone (plain pi's extension starts it)
+  (reserved: demo)
 
 Every argument goes to pi unchanged; a leading "--" is removed. pi's own
 subcommands (install, remove, uninstall, update, list, config, auth, mcp) and
 --help, --version, --export, --list-models are handed to pi directly.
+pi-session passes its bundled extension to pi (-e) unless you installed it
+with pi-session setup, and serves the engines it calls on a private socket.
 On relaunch pi-session keeps your options but drops session selectors
 (-c, -r, --session, --session-id, --fork), initial messages and @files.
 Write extension flags as --flag=value: like pi, pi-session reads
@@ -128,8 +134,11 @@ Environment:
   PI_SESSION_PI                       the real pi (default: pi on PATH, never pi-session itself)
   PI_SESSION_MARKER_DIR               relaunch marker directory (default <agent dir>/relaunch)
   PI_SESSION_MAX_RELAUNCHES_PER_HOUR  relaunches per rolling hour (default 5; 0 turns relaunch off)
+  PI_SESSION_EXTENSION                the extension to pass to pi: a directory (instead of the
+                                      bundled one), or "off" for none
   PI_CODING_AGENT_DIR                 pi's agent directory (default ~/.pi/agent)
-  Set for pi only: PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID, PI_RELAUNCH_MARKER
+  Set for pi only: PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID, PI_RELAUNCH_MARKER,
+  PI_SESSION_SOCKET (the engine socket)
 
 Exit status:
   pi's own status; 128+n when pi died of signal n, or when pi-session itself

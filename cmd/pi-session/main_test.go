@@ -12,8 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/supervisor"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -45,6 +48,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv("PI_CODING_AGENT_DIR", filepath.Join(env.WorkDir, "agent"))
 			env.Setenv("FAKEPI_LOG", filepath.Join(env.WorkDir, "launches.jsonl"))
+			// Scripts that compare pi's arguments see only the user's;
+			// extension.txtar tests what pi-session adds.
+			env.Setenv("PI_SESSION_EXTENSION", "off")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -114,10 +120,13 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 
 // fakePi stands in for pi in the CLI scripts. It logs each launch to
 // FAKEPI_LOG ({"n","args","cwd"}), and on its first FAKEPI_MARKERS launches
-// writes a relaunch marker the way the extension does, pointing at
-// FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_MARKER_RAW writes those
-// bytes as the marker instead; FAKEPI_DESCENDANT makes a child process try
-// to write it; FAKEPI_EXIT and FAKEPI_SIGNAL choose how it ends.
+// writes a relaunch marker at the path the wrapper assigned, pointing at
+// FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_ARM=socket asks the
+// wrapper to write it instead, over PI_SESSION_SOCKET as the extension does
+// (FAKEPI_HELLO_ROLE sets the session's role, default primary).
+// FAKEPI_MARKER_RAW writes those bytes as the marker; FAKEPI_DESCENDANT
+// makes a child process try to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL choose
+// how it ends.
 func fakePi() int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -125,6 +134,10 @@ func fakePi() int {
 		return 0
 	}
 	if os.Getenv("FAKEPI_ROLE") == "descendant" {
+		if os.Getenv("FAKEPI_ARM") == "socket" {
+			fmt.Fprintf(os.Stderr, "descendant: %v\n", armOverSocket())
+			return 0
+		}
 		_, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
 		fmt.Fprintf(os.Stderr, "descendant: %v\n", err)
 		return 0
@@ -165,12 +178,47 @@ func logLaunch(args []string) int {
 	return n
 }
 
+// armOverSocket arms the relaunch through the wrapper's engine host.
+func armOverSocket() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	role := os.Getenv("FAKEPI_HELLO_ROLE")
+	if role == "" {
+		role = hooks.RolePrimary
+	}
+	cwd, _ := os.Getwd()
+	c, err := hooks.Dial(ctx, os.Getenv(hooks.EnvSocket), hooks.Hello{
+		Client: "extension", PID: os.Getpid(), SessionID: "01a22b91-5f2d-74b1-9cd8-17718871d66e",
+		Cwd: cwd, Role: role, Mode: "print", Headless: true,
+	})
+	if err != nil {
+		return fmt.Errorf("arm: %w", err)
+	}
+	defer c.Bye(ctx)
+	p := supervisor.ArmParams{Handoff: os.Getenv("FAKEPI_HANDOFF"), Cwd: os.Getenv("FAKEPI_MARKER_CWD")}
+	if lp := os.Getenv("FAKEPI_LAUNCH_PROMPT"); lp != "" {
+		p.LaunchPrompt = &lp
+	}
+	res, _, err := c.Call(ctx, "supervisor.armRelaunch", p, nil)
+	if err != nil {
+		return fmt.Errorf("arm refused: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "fakepi: armed %s\n", res)
+	return nil
+}
+
 func fakeMarker() error {
 	if os.Getenv("FAKEPI_DESCENDANT") != "" {
 		c := exec.Command("fakepi-impl")
 		c.Env = append(os.Environ(), "FAKEPI_ROLE=descendant")
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		return c.Run()
+	}
+	if os.Getenv("FAKEPI_ARM") == "socket" {
+		if err := armOverSocket(); err != nil {
+			fmt.Fprintf(os.Stderr, "fakepi: %v\n", err)
+		}
+		return nil
 	}
 	a, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
 	if err != nil {

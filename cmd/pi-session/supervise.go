@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/relaunch"
@@ -44,6 +46,24 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	})
 	defer sup.Close()
 
+	// The engine host serves every launch; pi's extension finds it through
+	// PI_SESSION_SOCKET. Without it pi still runs, as without pi-session's
+	// engines.
+	relauncher := &supervisor.Relauncher{}
+	var hostEnv []string
+	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker, engines: []hooks.Engine{relauncher.Engine()}})
+	if err != nil {
+		sup.Notice("engine host unavailable, pi runs without pi-session's engines: %v", err)
+	} else {
+		defer h.close()
+		go h.Serve(ctx)
+		hostEnv = append(hostEnv, hooks.EnvSocket+"="+h.Path())
+	}
+	extArgs, err := extensionArgs(inv.env, args)
+	if err != nil {
+		sup.Notice("cannot pass pi-session's extension to pi, pi runs without it: %v", err)
+	}
+
 	var history []time.Time
 	launchArgs, dir := args, ""
 	for {
@@ -52,17 +72,20 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 			return inv.errorf(exitOSErr, "%v", err)
 		}
 		markerPath := marker.Path(markerDir, os.Getpid(), launchID)
+		assignment := marker.Assignment{Path: markerPath, LaunchID: launchID}
 		res, err := sup.Run(ctx, supervisor.Launch{
 			Path: pi,
-			Args: launchArgs,
+			Args: append(slices.Clone(extArgs), launchArgs...),
 			Dir:  dir,
-			Env: inv.env.With(
-				marker.EnvWrapper+"=1",
-				marker.EnvWrapperPID+"="+strconv.Itoa(os.Getpid()),
-				marker.EnvLaunchID+"="+launchID,
-				marker.EnvMarker+"="+markerPath,
-			),
+			Env: inv.env.With(append([]string{
+				marker.EnvWrapper + "=1",
+				marker.EnvWrapperPID + "=" + strconv.Itoa(os.Getpid()),
+				marker.EnvLaunchID + "=" + launchID,
+				marker.EnvMarker + "=" + markerPath,
+			}, hostEnv...)...),
+			Started: func(pid int) { relauncher.Arm(pid, assignment) },
 		})
+		relauncher.Disarm()
 		if err != nil {
 			var se *supervisor.StartError
 			if errors.As(err, &se) {

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pi-session/pi-session/extension"
+	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/status"
+)
+
+const doctorUsage = `usage: pi-session doctor
+
+Checks what pi-session needs, one line each, and says how to fix each
+failure: Node's version, pi and its version, pi-session's extension, the
+engine socket, its round-trip latency, and the state directories. Inside
+pi (PI_SESSION_SOCKET set) it checks the running engine host; elsewhere it
+starts a short-lived one. Exit status 1 when a check fails.
+`
+
+// minNode is the oldest Node pi 1.6 runs on (its package.json engines).
+var minNode = [3]int{22, 19, 0}
+
+// finding is the outcome of one check.
+type finding struct {
+	level  string // "ok", "warn" or "FAIL"
+	name   string
+	detail string
+	fix    string
+}
+
+func ok(name, format string, args ...any) finding {
+	return finding{level: "ok", name: name, detail: fmt.Sprintf(format, args...)}
+}
+
+func (f finding) String() string {
+	s := fmt.Sprintf("%-4s  %-9s  %s", f.level, f.name, f.detail)
+	if f.fix != "" {
+		s += "; fix: " + f.fix
+	}
+	return s
+}
+
+// cmdDoctor runs the checks.
+func cmdDoctor(ctx context.Context, inv *invocation) int {
+	if len(inv.args) > 0 {
+		if inv.args[0] == "--help" || inv.args[0] == "-h" {
+			fmt.Fprint(inv.stdout, doctorUsage)
+			return 0
+		}
+		return inv.errorf(exitUsage, "doctor takes no arguments (see pi-session doctor --help)")
+	}
+	findings := []finding{checkNode(ctx, inv.env), checkPi(ctx, inv.env), checkExtension(inv.env)}
+	findings = append(findings, checkSocket(ctx, inv.env)...)
+	findings = append(findings, checkDirs(inv.env))
+	code := 0
+	for _, f := range findings {
+		fmt.Fprintln(inv.stdout, f)
+		if f.level == "FAIL" {
+			code = 1
+		}
+	}
+	return code
+}
+
+// lookPath finds an executable on the environment's PATH.
+func lookPath(env *environ, name string) string {
+	for _, dir := range filepath.SplitList(env.Get("PATH")) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+func checkNode(ctx context.Context, env *environ) finding {
+	const fix = "install Node 22 (>= 22.19) first on PATH, e.g. from https://nodejs.org or your package manager"
+	node := lookPath(env, "node")
+	if node == "" {
+		return finding{level: "FAIL", name: "node", detail: "not found on PATH (pi runs on Node)", fix: fix}
+	}
+	out, err := versionOf(ctx, env, node)
+	if err != nil {
+		return finding{level: "FAIL", name: "node", detail: fmt.Sprintf("%s --version: %v", node, err), fix: fix}
+	}
+	v, ok := parseVersion(out)
+	if !ok {
+		return finding{level: "FAIL", name: "node", detail: fmt.Sprintf("%s: cannot read the version in %q", node, out), fix: fix}
+	}
+	if slices.Compare(v[:], minNode[:]) < 0 {
+		return finding{level: "FAIL", name: "node", detail: fmt.Sprintf("%s at %s; pi 1.6 needs >= %d.%d.%d", out, node, minNode[0], minNode[1], minNode[2]), fix: fix}
+	}
+	return finding{level: "ok", name: "node", detail: fmt.Sprintf("%s at %s", out, node)}
+}
+
+func checkPi(ctx context.Context, env *environ) finding {
+	pi, err := findPi(env)
+	if err != nil {
+		return finding{level: "FAIL", name: "pi", detail: err.Error(), fix: "npm install -g @earendil-works/pi-coding-agent@1.6, or set PI_SESSION_PI to the real pi"}
+	}
+	out, err := versionOf(ctx, env, pi)
+	if err != nil {
+		return finding{level: "FAIL", name: "pi", detail: fmt.Sprintf("%s --version: %v", pi, err), fix: "check that pi runs: " + pi + " --version"}
+	}
+	v, parsed := parseVersion(out)
+	if !parsed || v[0] != 1 || v[1] != 6 {
+		return finding{level: "warn", name: "pi", detail: fmt.Sprintf("%s at %s; pi-session is built and tested for pi 1.6", out, pi), fix: "npm install -g @earendil-works/pi-coding-agent@1.6"}
+	}
+	return ok("pi", "%s at %s", lastField(out), pi)
+}
+
+func checkExtension(env *environ) finding {
+	switch v := env.Get(envExtension); v {
+	case "off":
+		return finding{level: "warn", name: "extension", detail: envExtension + "=off: pi runs without pi-session's extension", fix: "unset " + envExtension}
+	case "":
+	default:
+		if !extension.IsPackage(v) {
+			return finding{level: "FAIL", name: "extension", detail: fmt.Sprintf("%s=%s is not a pi-session extension package", envExtension, v), fix: "point " + envExtension + " at pi-session's extension/ directory, or unset it"}
+		}
+		return ok("extension", "%s=%s, passed to pi with -e", envExtension, v)
+	}
+	agentDir := paths.AgentDir(env.Get)
+	settingsPath := filepath.Join(agentDir, "settings.json")
+	settings, err := readSettings(settingsPath)
+	if err != nil {
+		return finding{level: "FAIL", name: "extension", detail: err.Error(), fix: "fix " + settingsPath + " (pi cannot read it either)"}
+	}
+	dir := registered(agentDir, settings)
+	if dir == "" {
+		return ok("extension", "bundled (%s), passed to pi with -e by pi-session; plain pi runs without it (for plain pi too: pi-session setup)", extension.Hash())
+	}
+	if stale := extension.Stale(dir); len(stale) > 0 {
+		return finding{level: "warn", name: "extension", detail: fmt.Sprintf("installed at %s but differs from this pi-session's (%s)", dir, strings.Join(stale, ", ")), fix: "pi-session setup"}
+	}
+	return ok("extension", "installed at %s (registered in %s), current", dir, settingsPath)
+}
+
+// checkSocket checks the engine socket and its round-trip latency: the
+// running host's when PI_SESSION_SOCKET is set, else a short-lived one's.
+func checkSocket(ctx context.Context, env *environ) []finding {
+	path := env.Get(hooks.EnvSocket)
+	what := "the engine host of this pi"
+	if path == "" {
+		p, err := hooks.SocketPath(env.Get, os.Getpid())
+		if err != nil {
+			return []finding{{level: "FAIL", name: "socket", detail: err.Error(), fix: "make $XDG_RUNTIME_DIR or the agent directory writable, or set TMPDIR to a short private directory"}}
+		}
+		h, err := hooks.Listen(hooks.Config{Path: p, Version: Version(), Mode: "doctor"})
+		if err != nil {
+			return []finding{{level: "FAIL", name: "socket", detail: err.Error(), fix: "remove " + p + " if no pi-session uses it"}}
+		}
+		defer h.Close()
+		go h.Serve(ctx)
+		path, what = p, "a short-lived test host: no pi-session runs here"
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := hooks.Dial(dctx, path, hooks.Hello{Client: "doctor", PID: os.Getpid()})
+	if err != nil {
+		return []finding{{level: "FAIL", name: "socket", detail: fmt.Sprintf("%s: %v", path, err), fix: "restart pi under pi-session; if this persists, see <agent dir>/pi-session/host.jsonl"}}
+	}
+	defer c.Close()
+	const n = 200
+	rtts := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, _, err := c.Call(dctx, "ping", nil, nil); err != nil {
+			return []finding{ok("socket", "%s reachable (%s)", path, what),
+				{level: "FAIL", name: "latency", detail: fmt.Sprintf("ping %d of %d: %v", i+1, n, err), fix: "see <agent dir>/pi-session/host.jsonl"}}
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	slices.Sort(rtts)
+	return []finding{
+		ok("socket", "%s reachable (%s; pi-session %s, protocol %d)", path, what, c.Hello.Version, c.Hello.Protocol),
+		ok("latency", "round trip p50 %s, p99 %s over %d pings (Go client)", rtts[n/2].Round(time.Microsecond), rtts[n*99/100].Round(time.Microsecond), n),
+	}
+}
+
+// checkDirs checks that pi-session can write where it keeps state.
+func checkDirs(env *environ) finding {
+	agentDir := paths.AgentDir(env.Get)
+	dirs := []string{agentDir, paths.MarkerDir(env.Get), status.StoreFromEnv(env.Get).Dir(), filepath.Join(agentDir, "pi-session")}
+	var bad []string
+	for _, d := range dirs {
+		if err := writable(d); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		return finding{level: "FAIL", name: "state", detail: strings.Join(bad, "; "), fix: "make them writable by uid " + strconv.Itoa(os.Getuid()) + ", or point PI_CODING_AGENT_DIR (and PI_SESSION_MARKER_DIR, PI_CONTEXT_BUDGET_STATE_DIR) elsewhere"}
+	}
+	return ok("state", "writable: %s", strings.Join(dirs, ", "))
+}
+
+// writable checks that a file can be created in dir, or in its nearest
+// existing parent when dir does not exist yet (pi-session creates it).
+func writable(dir string) error {
+	d := dir
+	for {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("%s is not a directory", d)
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {
+			return fmt.Errorf("%s: %v", dir, err)
+		}
+		d = filepath.Dir(d)
+	}
+	f, err := os.CreateTemp(d, ".pi-session-doctor-*")
+	if err != nil {
+		return fmt.Errorf("%s: %v", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// versionOf runs `prog --version` and returns its trimmed standard output.
+func versionOf(ctx context.Context, env *environ, prog string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "--version")
+	cmd.Env = env.List()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// parseVersion reads "v22.19.0", "1.6.0" or "pi 1.6.0" (the last field).
+func parseVersion(s string) ([3]int, bool) {
+	var v [3]int
+	parts := strings.SplitN(strings.TrimPrefix(lastField(s), "v"), ".", 3)
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		if j := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' }); j >= 0 {
+			p = p[:j]
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+func lastField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/rotate"
+	"github.com/pi-session/pi-session/status"
+	"golang.org/x/sys/unix"
+)
+
+const serveUsage = `usage: pi-session serve [--pid PID]
+
+Runs pi-session's engine host without supervising pi. pi-session's
+extension starts it by itself under plain pi (when PI_SESSION_SOCKET is
+not set); there is no need to run it by hand. It listens on a private unix
+socket, prints one line {"socket": ..., "pid": ..., "version": ...,
+"protocol": ...} on stdout, and runs until process PID (default: its
+parent, the pi that started it) exits, or until SIGTERM or SIGINT.
+Its log is <agent dir>/pi-session/host.jsonl.
+`
+
+// cmdServe runs the engine host for one plain pi.
+func cmdServe(ctx context.Context, inv *invocation) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	pid := fs.Int("pid", os.Getppid(), "")
+	args, code, done := parseFlags(inv, fs, inv.args, serveUsage)
+	if done {
+		return code
+	}
+	if len(args) > 0 || *pid <= 0 {
+		return inv.errorf(exitUsage, "serve takes only --pid PID (see pi-session serve --help)")
+	}
+	// The pi that started us may close our stdout and stderr once it has
+	// read the first line: a write there must not kill the host.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(fmt.Errorf("received %v", sig))
+		case <-ctx.Done():
+		}
+	}()
+	if err := watchPID(*pid, func() { cancel(fmt.Errorf("process %d exited", *pid)) }); err != nil {
+		return inv.errorf(exitOSErr, "serve: %v", err)
+	}
+	h, err := startHost(inv, hostSpec{mode: "serve"})
+	if err != nil {
+		return inv.errorf(exitOSErr, "serve: %v", err)
+	}
+	defer h.close()
+	ready, _ := json.Marshal(map[string]any{"socket": h.Path(), "pid": os.Getpid(), "version": Version(), "protocol": hooks.Protocol})
+	fmt.Fprintf(inv.stdout, "%s\n", ready)
+	if err := h.Serve(ctx); err != nil {
+		h.log.Error("serve", "err", err)
+		return inv.errorf(exitOSErr, "serve: %v", err)
+	}
+	h.log.Info("host stopped", "reason", context.Cause(ctx).Error())
+	return 0
+}
+
+// watchPID calls gone once process pid has exited (at once if it is not
+// running). It uses a pidfd, which cannot confuse pid with a later process
+// of the same number, and falls back to polling where there is none.
+func watchPID(pid int, gone func()) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	switch {
+	case err == nil:
+		go func() {
+			defer unix.Close(fd)
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			for {
+				n, err := unix.Poll(fds, -1)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil || n > 0 {
+					gone()
+					return
+				}
+			}
+		}()
+		return nil
+	case errors.Is(err, unix.ESRCH):
+		gone()
+		return nil
+	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+		go func() {
+			for unix.Kill(pid, 0) != unix.ESRCH {
+				time.Sleep(time.Second)
+			}
+			gone()
+		}()
+		return nil
+	}
+	return fmt.Errorf("watch pid %d: %w", pid, err)
+}
+
+// hostSpec says what kind of host to start.
+type hostSpec struct {
+	mode    string             // "wrapper" or "serve"
+	owns    func(pid int) bool // the pi this pi-session launched; nil for serve
+	marker  func(pid int) string
+	engines []hooks.Engine
+}
+
+// host is a running engine host with its log and status records.
+type host struct {
+	*hooks.Host
+	log   *slog.Logger
+	logf  *rotate.Log
+	store *status.Store
+	prune sync.Once
+}
+
+func (h *host) close() {
+	h.Host.Close()
+	h.logf.Close()
+}
+
+// startHost listens on this process's socket (see hooks.SocketPath) with
+// the given engines. It writes a status record for each session at hello
+// and marks it ended when the session says bye; the first session also
+// starts one background pruning pass of old records.
+func startHost(inv *invocation, spec hostSpec) (*host, error) {
+	path, err := hooks.SocketPath(inv.env.Get, os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	logf, err := rotate.New(hostLogPath(inv.env.Get), rotate.Policy{MaxBytes: 5 << 20, Keep: 3})
+	if err != nil {
+		return nil, err
+	}
+	h := &host{logf: logf, store: status.StoreFromEnv(inv.env.Get)}
+	h.log = slog.New(slog.NewJSONHandler(logWriter{logf}, nil)).With("hostPid", os.Getpid(), "mode", spec.mode)
+	hh, err := hooks.Listen(hooks.Config{
+		Path: path, Version: Version(), Mode: spec.mode, Logger: h.log, Owns: spec.owns,
+		OnHello: func(p *hooks.Peer) { h.hello(p, spec) },
+		OnClose: h.closed,
+	})
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	h.Host = hh
+	for _, e := range spec.engines {
+		if err := hh.Register(e); err != nil {
+			h.close()
+			return nil, err
+		}
+	}
+	h.log.Info("host started", "socket", path, "version", Version())
+	return h, nil
+}
+
+// hostLogPath is the engine host's log: <agentDir>/pi-session/host.jsonl.
+func hostLogPath(getenv paths.Getenv) string {
+	return filepath.Join(paths.AgentDir(getenv), "pi-session", "host.jsonl")
+}
+
+// hello records the session's status: who runs it and where.
+func (h *host) hello(p *hooks.Peer, spec hostSpec) {
+	hl := p.Hello
+	if hl.Client != "extension" || !status.ValidSessionID(hl.SessionID) {
+		return
+	}
+	r, err := h.store.Read(hl.SessionID)
+	if err != nil {
+		r = &status.Record{SessionID: hl.SessionID}
+	}
+	r.SessionFile, r.Cwd = hl.SessionFile, hl.Cwd
+	r.Role = status.RoleMain
+	if hl.Role == hooks.RoleChild {
+		r.Role = status.RoleChild
+	}
+	r.WrapperOwned, r.RelaunchMarker = p.Owned, ""
+	if p.Owned && spec.marker != nil {
+		r.RelaunchMarker = spec.marker(p.PID)
+	}
+	r.PID, r.Version = p.PID, Version()
+	r.StartTicks, r.BootID, r.ProcessStart = 0, "", nil
+	if id, err := status.Identify(p.PID); err == nil {
+		r.SetProcess(id)
+	}
+	r.EndedAt, r.UpdatedAt = nil, time.Time{}
+	if r.Extra == nil {
+		r.Extra = map[string]json.RawMessage{}
+	}
+	r.Extra["piMode"], _ = json.Marshal(hl.Mode)
+	if err := h.store.Write(r); err != nil {
+		h.log.Warn("status record", "session", hl.SessionID, "err", err)
+	}
+	h.prune.Do(func() {
+		go func() {
+			rep, err := h.store.Prune(status.PruneOptions{Current: hl.SessionID})
+			if err != nil {
+				h.log.Warn("prune", "err", err)
+				return
+			}
+			h.log.Info("prune", "examined", rep.Examined, "removed", len(rep.Removed), "skipped", rep.Skipped)
+		}()
+	})
+}
+
+// closed marks a session that said bye as ended.
+func (h *host) closed(p *hooks.Peer, clean bool) {
+	hl := p.Hello
+	if !clean || hl.Client != "extension" || !status.ValidSessionID(hl.SessionID) {
+		return
+	}
+	if err := h.store.End(hl.SessionID, time.Now()); err != nil {
+		h.log.Warn("status record end", "session", hl.SessionID, "err", err)
+	}
+}
+
+// logWriter appends each slog line to a rotating log.
+type logWriter struct{ l *rotate.Log }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	if err := w.l.Append(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
