@@ -39,7 +39,8 @@ func TestTUIPromptAndQuit(t *testing.T) {
 	}
 }
 
-// TestTUIHandoffRelaunch: /handoff writes a handoff and the marker; pi exits
+// TestTUIHandoffRelaunch: /handoff writes a handoff and asks pi-session's
+// extension to arm the relaunch, and pi-session writes the marker; pi exits
 // 0; pi-session starts a fresh pi in the same terminal whose first model
 // request is "continue from <handoff>".
 func TestTUIHandoffRelaunch(t *testing.T) {
@@ -133,7 +134,8 @@ func TestTUISigtermNoRelaunch(t *testing.T) {
 	tm.Submit("ping")
 	tm.WaitFor("faux: ping")
 
-	// Arm a valid marker for this launch, as the extension would.
+	// Arm a valid marker for this launch: what supervisor.armRelaunch
+	// writes when pi asks for it.
 	pi := findPi(t, tm.Cmd.Process.Pid)
 	env := procEnv(t, pi)
 	handoff := filepath.Join(e.Work, "handoff.md")
