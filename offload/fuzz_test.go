@@ -1,0 +1,180 @@
+package offload
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzJSONPath parses paths and runs them over documents: no panic, every
+// selected node is valid JSON, and a path that parses is accepted again
+// after a round trip through the evaluator.
+func FuzzJSONPath(f *testing.F) {
+	for _, p := range []string{
+		`$.store.book[0].title`, `$..author`, `$..book[?@.price<10]`, `$..book[::-1]`, `$['a b']["c"]`,
+		`$[?count(@.*) > 1 && !(@.x == "y") || match(@.s, "a.*")]`, `$..*`, `$[1:5:2]`, `$[?@ == $[0]]`,
+		`$[?search(@, '[')]`, `$.a[-1]`, `$[?value(@..x) != null]`, `$[?length(@) >= 2]`,
+	} {
+		f.Add(p, bookstore)
+		f.Add(p, `[1,[2,[3,{"x":"y","s":"abc"}]],"a\u00e9",{"":0}]`)
+	}
+	f.Fuzz(func(t *testing.T, path, doc string) {
+		q, err := parseJSONPath(path)
+		if err != nil {
+			return
+		}
+		if !json.Valid([]byte(doc)) || len(doc) > 1<<16 {
+			return
+		}
+		nodes, err := evalJSONPath([]byte(doc), q)
+		if err != nil {
+			if err == errTooManyNodes {
+				return
+			}
+			t.Fatalf("eval %q on valid JSON: %v", path, err)
+		}
+		for _, n := range nodes {
+			if !json.Valid([]byte(doc[n.s:n.e])) {
+				t.Fatalf("%q selected %q, not a JSON value", path, doc[n.s:n.e])
+			}
+		}
+	})
+}
+
+// FuzzJSONScan checks the scanner against encoding/json: every document
+// json.Valid accepts, the scanner accepts, and decoded strings agree.
+func FuzzJSONScan(f *testing.F) {
+	for _, d := range []string{bookstore, `"a\"b\\"`, `[1e5,-0.5,true,null,{}]`, `{"a":"\ud83d\ude00"}`, `  7 `, `[`, `"\u00zz"`} {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		d := []byte(doc)
+		valid := json.Valid(d)
+		if valid && validJSON(d) != nil {
+			t.Fatalf("json.Valid accepts %q, the scanner says %v", doc, validJSON(d))
+		}
+		if !valid {
+			return
+		}
+		i := skipWS(d, 0)
+		// Invalid UTF-8 in a string is passed through as it is (encoding/json
+		// replaces it with U+FFFD), so only valid text is compared.
+		if d[i] == '"' && utf8.Valid(d) {
+			var want string
+			json.Unmarshal(d, &want)
+			end, _ := skipString(d, i)
+			got, ok := unquote(d[i:end])
+			if !ok || got != want {
+				t.Fatalf("unquote(%s) = %q, %v; encoding/json says %q", doc, got, ok, want)
+			}
+			if n := decodedLen(d[i:end]); n != int64(len(want)) {
+				t.Fatalf("decodedLen(%s) = %d, want %d", doc, n, len(want))
+			}
+		}
+	})
+}
+
+// FuzzReadQuery runs line queries with every option over arbitrary text and
+// follows the cursors: pages end, no line shows twice, and the matching
+// lines are exactly those a plain line-by-line check finds.
+func FuzzReadQuery(f *testing.F) {
+	f.Add("alpha\nbeta ERROR\n\ngamma error\r\nERROR", "ERROR", false, false, uint8(1), uint8(2), uint16(300))
+	f.Add(strings.Repeat("x", 3000)+"needle\nneedle", "needle", false, true, uint8(0), uint8(1), uint16(256))
+	f.Add("a1\nb22\nc333\n", `\d{2,}`, true, false, uint8(2), uint8(1), uint16(400))
+	f.Add("ÄÖÜ äöü\nk K \u212a", "k", false, true, uint8(0), uint8(5), uint16(500))
+	f.Fuzz(func(t *testing.T, text, query string, regex, fold bool, ctx, maxM uint8, budget uint16) {
+		if len(text) > 1<<14 {
+			return
+		}
+		args, _ := json.Marshal(map[string]any{"id": testID, "query": query, "regex": regex, "ignoreCase": fold,
+			"contextLines": int(ctx) % 5, "maxMatches": 1 + int(maxM)%8})
+		a, err := ParseReadArgs(args)
+		if err != nil {
+			return
+		}
+		query = a.Query[0] // as JSON delivered it: invalid UTF-8 became U+FFFD
+		var want []int
+		var re *regexp.Regexp
+		if regex {
+			src := query
+			if fold {
+				src = "(?i)" + src
+			}
+			if re, err = regexp.Compile(src); err != nil {
+				return
+			}
+		} else if fold && !isASCII(query) {
+			re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(query))
+		}
+		lines := strings.Split(text, "\n")
+		if strings.HasSuffix(text, "\n") {
+			lines = lines[:len(lines)-1]
+		}
+		for i, l := range lines {
+			var hit bool
+			switch {
+			case re != nil:
+				hit = re.MatchString(strings.TrimSuffix(l, "\r"))
+			case fold:
+				hit = strings.Contains(string(asciiLower([]byte(l))), string(asciiLower([]byte(query))))
+			default:
+				hit = strings.Contains(l, query)
+			}
+			if hit {
+				want = append(want, i+1)
+			}
+		}
+		data := []byte(text)
+		b := 256 + int(budget)%2000
+		cursor := ""
+		var got []int
+		seen := map[int]bool{}
+		for pages := 0; ; pages++ {
+			if pages > len(data)+10 {
+				t.Fatalf("pages never end")
+			}
+			a.Cursor = cursor
+			res, err := readQuery(testID, data, a, b, true)
+			if err != nil {
+				if checkRE2(query) != nil {
+					return
+				}
+				t.Fatalf("readQuery: %v", err)
+			}
+			if *res.Details.Result.TotalMatches != len(want) {
+				t.Fatalf("totalMatches %d, want %d", *res.Details.Result.TotalMatches, len(want))
+			}
+			if len(want) == 0 {
+				return
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(res.Text, "\n"), "\n") {
+				m := pageLine.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				var n int
+				fmt.Sscan(m[1], &n)
+				if m[2] == "+" {
+					continue
+				}
+				if seen[n] {
+					t.Fatalf("line %d shown twice", n)
+				}
+				seen[n] = true
+				if m[2] == ":" {
+					got = append(got, n)
+				}
+			}
+			if cursor = res.Details.Result.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if !bytes.Equal([]byte(fmt.Sprint(got)), []byte(fmt.Sprint(want))) {
+			t.Fatalf("matching lines %v, want %v", got, want)
+		}
+	})
+}
