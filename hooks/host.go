@@ -160,7 +160,8 @@ type Host struct {
 }
 
 // Listen creates the host's socket (see listen for how an existing file is
-// treated) and registers the built-in engine "session". Call Serve to
+// treated), removes the files dead hosts left beside it, and registers the
+// built-in engine "session". Call Serve to
 // accept connections and Close to stop.
 func Listen(cfg Config) (*Host, error) {
 	if cfg.Path == "" {
@@ -188,6 +189,7 @@ func Listen(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweep(cfg.Path)
 	h := &Host{
 		cfg: cfg, ln: ln, log: cfg.Logger, sessions: NewSessions(8),
 		started: time.Now(), uid: os.Getuid(),

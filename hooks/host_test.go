@@ -609,3 +609,27 @@ func TestSocketPath(t *testing.T) {
 		t.Errorf("SocketPath with a foreign %s = %q, %v; want a fresh private directory in %s", theirs, got, err, tmp)
 	}
 }
+
+func TestSweep(t *testing.T) {
+	dir := shortTempDir(t)
+	dead := filepath.Join(dir, "2147483646.sock") // above any pid_max: never a live process
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dead, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	alive := filepath.Join(dir, fmt.Sprintf("%d.sock", os.Getppid())) // a live pid: kept, whatever the file
+	os.WriteFile(alive, nil, 0o600)
+	other := filepath.Join(dir, "notes.txt")
+	os.WriteFile(other, nil, 0o600)
+	startHost(t, Config{Path: filepath.Join(dir, "1.sock")})
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead host's socket was kept: %v", err)
+	}
+	for _, p := range []string{alive, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+}

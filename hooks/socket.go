@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -123,6 +124,29 @@ func listen(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("hooks: %w", err)
 	}
 	return ln, nil
+}
+
+// sweep removes the socket files of dead hosts beside path: names
+// <pid>.sock whose process is gone and whose socket refuses connections.
+// A host killed before it could remove its own file leaves one behind.
+func sweep(path string) {
+	dir := filepath.Dir(path)
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range names {
+		pid, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".sock"))
+		p := filepath.Join(dir, e.Name())
+		if err != nil || pid <= 0 || p == path || e.Type() != fs.ModeSocket || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
+			c.Close()
+		} else if errors.Is(err, syscall.ECONNREFUSED) {
+			os.Remove(p)
+		}
+	}
 }
 
 // peerCred returns the credentials of the process at the other end of c,
