@@ -74,7 +74,7 @@ func child(mode string) error {
 			if at == stage {
 				fmt.Fprintf(out, "at %s\n", at)
 				out.Flush()
-				select {}
+				time.Sleep(time.Hour) // until killed (select{} would be a detected deadlock)
 			}
 		}
 		data := payload(7, 7, atoi("OFFLOAD_SIZE"))

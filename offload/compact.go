@@ -1,0 +1,256 @@
+package offload
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// --- error compaction ---
+
+// diagWords mark diagnostic lines, lowercase, with their weight.
+var diagWords = []struct {
+	w     string
+	score int
+}{
+	{"error", 10}, {"fail", 10}, {"fatal", 12}, {"panic", 12}, {"exception", 10},
+	{"traceback", 10}, {"undefined", 8}, {"cannot", 8}, {"can't", 8}, {"not found", 8},
+	{"denied", 8}, {"refused", 8}, {"assert", 8}, {"expected", 6}, {"unexpected", 6},
+	{"invalid", 6}, {"segmentation", 10}, {"abort", 8}, {"killed", 8}, {"timeout", 6},
+	{"timed out", 6}, {"exit code", 8}, {"exit status", 8}, {"warning", 3}, {"caused by", 8},
+}
+
+// hasLocation reports a "file.ext:line" location in a line.
+func hasLocation(l []byte) bool {
+	for i := 1; i+1 < len(l); i++ {
+		if l[i] == ':' && '0' <= l[i+1] && l[i+1] <= '9' {
+			// a dotted word before the colon: file.ext
+			j := i - 1
+			for j >= 0 && l[j] != ' ' && l[j] != '(' && l[j] != '"' && l[j] != '\'' {
+				if l[j] == '.' && j < i-1 {
+					return true
+				}
+				j--
+			}
+		}
+	}
+	return false
+}
+
+// lineScore rates how useful a line is as a diagnostic.
+func lineScore(line []byte, scratch []byte) (int, []byte) {
+	if len(line) > 512 {
+		line = line[:512]
+	}
+	scratch = asciiLowerInto(scratch, line)
+	score := 0
+	for _, dw := range diagWords {
+		if bytes.Contains(scratch, []byte(dw.w)) {
+			score = max(score, dw.score)
+		}
+	}
+	if score > 0 && hasLocation(line) {
+		score += 5
+	} else if hasLocation(line) {
+		score += 2
+	}
+	return score, scratch
+}
+
+// diagnosticWord is the strongest diagnostic word of the picked lines, for
+// the query that finds the others like them.
+func diagnosticWord(text []byte, picked []scoredLine) string {
+	counts := make([]int, len(diagWords))
+	var scratch []byte
+	for _, l := range picked {
+		line := text[l.start:l.end]
+		if len(line) > 512 {
+			line = line[:512]
+		}
+		scratch = asciiLowerInto(scratch, line)
+		for i, dw := range diagWords {
+			if bytes.Contains(scratch, []byte(dw.w)) {
+				counts[i]++
+			}
+		}
+	}
+	best := -1
+	for i, c := range counts {
+		if c > 0 && (best < 0 || c > counts[best] || c == counts[best] && diagWords[i].score > diagWords[best].score) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "error"
+	}
+	return diagWords[best].w
+}
+
+func asciiLowerInto(dst, src []byte) []byte {
+	dst = append(dst[:0], src...)
+	for i, c := range dst {
+		if 'A' <= c && c <= 'Z' {
+			dst[i] = c + 'a' - 'A'
+		}
+	}
+	return dst
+}
+
+type scoredLine struct {
+	start, end int
+	n          int // line number, from 1
+	score      int
+}
+
+// usefulLines picks the most useful diagnostic lines of text within budget
+// bytes: the first lines, the last lines and the highest-scored lines in
+// between (earlier first among equals), returned in text order.
+func usefulLines(text []byte, budget int) []scoredLine {
+	const headLines, tailLines, perTier = 2, 4, 4096
+	var all []scoredLine // head lines, then candidates
+	var tail []scoredLine
+	tiers := map[int]int{}
+	var scratch []byte
+	pos, n := 0, 1
+	for pos < len(text) {
+		end := lineEnd(text, pos)
+		l := scoredLine{start: pos, end: end, n: n}
+		if n <= headLines {
+			l.score = 1000
+			all = append(all, l)
+		} else {
+			var sc int
+			sc, scratch = lineScore(text[pos:end], scratch)
+			if sc > 0 && tiers[sc] < perTier {
+				tiers[sc]++
+				l.score = sc
+				all = append(all, l)
+			}
+			tail = append(tail, scoredLine{start: pos, end: end, n: n, score: 900})
+			if len(tail) > tailLines {
+				tail = tail[1:]
+			}
+		}
+		pos, n = end+1, n+1
+	}
+	// The tail lines win over candidates of the same lines.
+	inTail := map[int]bool{}
+	for _, t := range tail {
+		inTail[t.n] = true
+	}
+	cands := all[:0:0]
+	for _, c := range all {
+		if !inTail[c.n] {
+			cands = append(cands, c)
+		}
+	}
+	cands = append(cands, tail...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].score != cands[j].score {
+			return cands[i].score > cands[j].score
+		}
+		return cands[i].n < cands[j].n
+	})
+	var picked []scoredLine
+	used := 0
+	for _, c := range cands {
+		cost := min(c.end-c.start, 400) + 1 + 30 // the line, its newline, a possible gap marker
+		if used+cost > budget {
+			continue
+		}
+		used += cost
+		picked = append(picked, c)
+	}
+	sort.Slice(picked, func(i, j int) bool { return picked[i].n < picked[j].n })
+	return picked
+}
+
+// renderUseful writes the picked lines with markers for the gaps.
+func renderUseful(b *strings.Builder, text []byte, picked []scoredLine, lines int64) {
+	prev := 0
+	for _, l := range picked {
+		if l.n > prev+1 {
+			fmt.Fprintf(b, "[... %d lines ...]\n", l.n-prev-1)
+		}
+		line := trimCR(text[l.start:l.end])
+		if len(line) > 400 {
+			cut := cutHead(line, 400)
+			fmt.Fprintf(b, "%s ...[+%d bytes]\n", line[:cut], len(line)-cut)
+		} else {
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		prev = l.n
+	}
+	if int64(prev) < lines {
+		fmt.Fprintf(b, "[... %d lines ...]\n", lines-int64(prev))
+	}
+}
+
+// --- edit compaction ---
+
+// editLike reports whether a tool edits files, by its name or its input.
+func editLike(tool string, input map[string]any) bool {
+	t := strings.ToLower(tool)
+	for _, w := range []string{"edit", "patch", "write", "replace", "apply"} {
+		if strings.Contains(t, w) {
+			return true
+		}
+	}
+	for _, k := range []string{"oldText", "newText", "old_string", "new_string", "edits", "patch", "diff"} {
+		if _, ok := input[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// diffStart finds where a unified diff starts in text: a "diff --git",
+// "--- a/..." followed by "+++ ", or a "@@ " hunk line at a line start.
+func diffStart(text []byte) int {
+	best := -1
+	for _, marker := range []string{"diff --git ", "--- ", "@@ ", "Index: "} {
+		pos := 0
+		for {
+			i := bytes.Index(text[pos:], []byte(marker))
+			if i < 0 {
+				break
+			}
+			at := pos + i
+			if at == 0 || text[at-1] == '\n' {
+				if marker != "--- " || bytes.HasPrefix(text[nextLineStart(text, at):], []byte("+++ ")) {
+					if best < 0 || at < best {
+						best = at
+					}
+					break
+				}
+			}
+			pos = at + 1
+		}
+	}
+	return best
+}
+
+// diffStats counts added and removed lines and files of a diff.
+func diffStats(diff []byte) (added, removed, files int) {
+	pos := 0
+	for pos < len(diff) {
+		end := lineEnd(diff, pos)
+		l := diff[pos:end]
+		switch {
+		case bytes.HasPrefix(l, []byte("+++ ")):
+			files++
+		case bytes.HasPrefix(l, []byte("--- ")):
+		case len(l) > 0 && l[0] == '+':
+			added++
+		case len(l) > 0 && l[0] == '-':
+			removed++
+		}
+		pos = end + 1
+	}
+	if files == 0 {
+		files = 1
+	}
+	return
+}

@@ -1,0 +1,598 @@
+package offload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Workspace is the workspace root (pi's cwd): the store lives in
+	// <Workspace>/.pi/context-store and the configuration in
+	// <Workspace>/.pi/context-engineer.json.
+	Workspace string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ArtifactDirs are the directories from which the full output of a
+	// truncated result (pi's bash "Full output: <path>", Fabric's saved
+	// text) may be read; nil means os.TempDir().
+	ArtifactDirs []string
+}
+
+// Engine is the offload engine of one workspace. It is safe for concurrent
+// use; several processes may run an Engine on the same workspace.
+type Engine struct {
+	ws, storeDir string
+	now          func() time.Time
+	cfg          *configLoader
+	artifactDirs []string
+
+	openMu sync.Mutex
+	store  *Store
+	tel    *telemetry
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState
+}
+
+type sessionState struct {
+	turn     int
+	exposed  int64
+	shown    map[string]bool   // handles whose preview the session saw
+	offloads map[string]string // input fingerprint -> handle, of boundary offloads
+}
+
+// New returns the engine of a workspace. Nothing is created on disk until a
+// payload is stored or an event recorded.
+func New(opt Options) (*Engine, error) {
+	if opt.Workspace == "" {
+		return nil, errors.New("offload: no workspace")
+	}
+	ws, err := filepath.Abs(opt.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("offload: workspace: %w", err)
+	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	dirs := opt.ArtifactDirs
+	if dirs == nil {
+		dirs = []string{os.TempDir()}
+	}
+	e := &Engine{
+		ws:           ws,
+		storeDir:     filepath.Join(ws, ".pi", "context-store"),
+		now:          now,
+		cfg:          &configLoader{path: ConfigPath(ws)},
+		artifactDirs: dirs,
+		sessions:     map[string]*sessionState{},
+	}
+	tel, err := newTelemetry(e.storeDir, now)
+	if err != nil {
+		return nil, err
+	}
+	e.tel = tel
+	return e, nil
+}
+
+// Close releases the store's lock file and the telemetry log.
+func (e *Engine) Close() error {
+	e.openMu.Lock()
+	defer e.openMu.Unlock()
+	var errs []error
+	if e.store != nil {
+		errs = append(errs, e.store.Close())
+	}
+	errs = append(errs, e.tel.close())
+	return errors.Join(errs...)
+}
+
+// Config returns the effective configuration and its warnings.
+func (e *Engine) Config() (Config, []string) { return e.cfg.get() }
+
+func (e *Engine) openStore() (*Store, error) {
+	e.openMu.Lock()
+	defer e.openMu.Unlock()
+	if e.store != nil {
+		return e.store, nil
+	}
+	if err := os.MkdirAll(filepath.Join(e.ws, ".pi"), 0o755); err != nil {
+		return nil, fmt.Errorf("offload: %w", err)
+	}
+	s, err := OpenStore(e.storeDir, e.now)
+	if err != nil {
+		return nil, err
+	}
+	e.store = s
+	return s, nil
+}
+
+func (e *Engine) record(ev Event) { _ = e.tel.record(ev) }
+
+func (e *Engine) session(id string) *sessionState {
+	s, ok := e.sessions[id]
+	if !ok {
+		s = &sessionState{turn: -1, shown: map[string]bool{}, offloads: map[string]string{}}
+		e.sessions[id] = s
+	}
+	if len(s.shown) > 10000 {
+		s.shown = map[string]bool{}
+	}
+	if len(s.offloads) > 10000 {
+		s.offloads = map[string]string{}
+	}
+	return s
+}
+
+func limits(c Config) Limits { return Limits{MaxBytes: c.StoreMaxBytes, TTL: c.TTL()} }
+
+// bytesOf views a string's bytes without copying; the result must not be
+// modified.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// --- the tool-result boundary ---
+
+// ContentBlock is one block of a tool result as the extension sends it.
+// Only text blocks need their text; others (images) keep their position and
+// may be sent as {"type":"image"} without data.
+type ContentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+}
+
+// ToolResultRequest is pi's tool_result event, plus what the extension
+// knows about the session.
+type ToolResultRequest struct {
+	SessionID        string          `json:"sessionId"`
+	TurnIndex        int             `json:"turnIndex"`
+	ToolName         string          `json:"toolName"`
+	ToolCallID       string          `json:"toolCallId"`
+	Input            json.RawMessage `json:"input,omitempty"`
+	Content          []ContentBlock  `json:"content"`
+	Details          json.RawMessage `json:"details,omitempty"`
+	IsError          bool            `json:"isError"`
+	ParentToolCallID string          `json:"parentToolCallId,omitempty"`
+	// CtxReadActive: ctx_read is among the active tools. Without it a
+	// handle could not be read, so results stay inline.
+	CtxReadActive bool `json:"ctxReadActive"`
+}
+
+// OutBlock is one block of a replacement: new text, or the original block
+// at Index kept as it was.
+type OutBlock struct {
+	Type  string `json:"type"` // "text" or "original"
+	Text  string `json:"text,omitempty"`
+	Index *int   `json:"index,omitempty"`
+}
+
+// Replacement is the engine's answer at the tool-result boundary.
+type Replacement struct {
+	Action        string     `json:"action"` // "keep" or "replace"
+	Reason        string     `json:"reason,omitempty"`
+	Strategy      string     `json:"strategy,omitempty"` // offload, turn-budget, error, edit
+	Handle        string     `json:"handle,omitempty"`
+	Content       []OutBlock `json:"content,omitempty"`
+	OriginalBytes int64      `json:"originalBytes"`
+	VisibleBytes  int64      `json:"visibleBytes,omitempty"`
+	Warning       string     `json:"warning,omitempty"`
+}
+
+// Reasons a result stays as it is.
+const (
+	KeepDisabled     = "disabled"
+	KeepNested       = "nested call"
+	KeepOwnTool      = "ctx tool result"
+	KeepNoReader     = "ctx_read inactive"
+	KeepSmall        = "below threshold"
+	KeepSmallError   = "error below errorCompactionThreshold"
+	KeepSmallSaving  = "saving below minimumSavingsBytes"
+	KeepStoreFailed  = "storing failed"
+	KeepNoText       = "no text"
+	ownToolPrefixCtx = "ctx_"
+)
+
+const (
+	editDiffBytes     = 2048
+	tinyResultBytes   = 1024
+	turnPreviewBytes  = 512
+	placeholderHandle = "ce_000000000000000000000000"
+)
+
+func keep(reason string, size int64) Replacement {
+	return Replacement{Action: "keep", Reason: reason, OriginalBytes: size}
+}
+
+// ToolResult decides what the model sees of a tool result: the original,
+// or a replacement that points to the exact original in the store. Errors
+// are returned only for a cancelled context; every other failure keeps the
+// original (Reason says why).
+func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replacement, error) {
+	if err := ctx.Err(); err != nil {
+		return Replacement{}, err
+	}
+	cfg, _ := e.cfg.get()
+	var texts []int
+	var textBytes int64
+	for i, b := range req.Content {
+		if b.Type == "text" {
+			texts = append(texts, i)
+			textBytes += int64(len(b.Text))
+		}
+	}
+	if !cfg.Enabled {
+		return keep(KeepDisabled, textBytes), nil
+	}
+	if req.ParentToolCallID != "" {
+		if textBytes >= cfg.ReadOffloadThreshold {
+			e.record(Event{Session: req.SessionID, Type: "keep", Tool: req.ToolName, Reason: KeepNested, OriginalBytes: textBytes})
+		}
+		return keep(KeepNested, textBytes), nil
+	}
+	if strings.HasPrefix(req.ToolName, ownToolPrefixCtx) {
+		return keep(KeepOwnTool, textBytes), nil
+	}
+	inputFP := ""
+	if len(req.Input) > 0 {
+		inputFP = InputFP(req.ToolName, req.Input)
+	}
+	e.mu.Lock()
+	st := e.session(req.SessionID)
+	if st.turn != req.TurnIndex {
+		st.turn, st.exposed = req.TurnIndex, 0
+	}
+	rerun := inputFP != "" && st.offloads[inputFP] != ""
+	exposed := st.exposed
+	e.mu.Unlock()
+	if rerun {
+		e.record(Event{Session: req.SessionID, Type: "rerun", Tool: req.ToolName, InputFP: inputFP})
+	}
+
+	rep, ev := e.decide(req, cfg, texts, textBytes, exposed)
+	e.mu.Lock()
+	if rep.Action == "replace" {
+		st.exposed += rep.VisibleBytes
+		if rep.Handle != "" {
+			st.shown[rep.Handle] = true
+			if inputFP != "" {
+				st.offloads[inputFP] = rep.Handle
+			}
+		}
+	} else {
+		st.exposed += textBytes
+	}
+	e.mu.Unlock()
+	if ev != nil {
+		ev.Session, ev.Tool, ev.InputFP = req.SessionID, req.ToolName, inputFP
+		e.record(*ev)
+	}
+	return rep, nil
+}
+
+// TurnStart resets the session's turn budget (pi's turn_start).
+func (e *Engine) TurnStart(ctx context.Context, sessionID string, turnIndex int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.session(sessionID)
+	st.turn, st.exposed = turnIndex, 0
+	return ctx.Err()
+}
+
+func joinTexts(req ToolResultRequest, texts []int) []byte {
+	if len(texts) == 1 {
+		return bytesOf(req.Content[texts[0]].Text)
+	}
+	var b bytes.Buffer
+	for i, t := range texts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(req.Content[t].Text)
+	}
+	return b.Bytes()
+}
+
+// replaceTexts puts text where the first text block was and keeps every
+// non-text block in place.
+func replaceTexts(req ToolResultRequest, text string) ([]OutBlock, []int) {
+	var out []OutBlock
+	var kept []int
+	placed := false
+	for i, b := range req.Content {
+		if b.Type == "text" {
+			if !placed {
+				out = append(out, OutBlock{Type: "text", Text: text})
+				placed = true
+			}
+			continue
+		}
+		out = append(out, OutBlock{Type: "original", Index: ptr(i)})
+		kept = append(kept, i)
+	}
+	return out, kept
+}
+
+func (e *Engine) decide(req ToolResultRequest, cfg Config, texts []int, textBytes int64, exposed int64) (Replacement, *Event) {
+	if len(texts) == 0 {
+		return keep(KeepNoText, 0), nil
+	}
+	large := func(reason string) (Replacement, *Event) {
+		return keep(reason, textBytes), &Event{Type: "keep", Reason: reason, OriginalBytes: textBytes}
+	}
+	if !req.CtxReadActive {
+		if textBytes >= min(cfg.ReadOffloadThreshold, cfg.ErrorCompactionThreshold) {
+			return large(KeepNoReader)
+		}
+		return keep(KeepNoReader, textBytes), nil
+	}
+	if req.IsError {
+		if textBytes < cfg.ErrorCompactionThreshold {
+			return keep(KeepSmallError, textBytes), nil
+		}
+		return e.compactError(req, cfg, texts, textBytes)
+	}
+	var input map[string]any
+	_ = json.Unmarshal(req.Input, &input)
+	if cfg.CompactEditResults && editLike(req.ToolName, input) {
+		if rep, ev, ok := e.compactEdit(req, cfg, texts, textBytes); ok {
+			return rep, ev
+		}
+	}
+	if len(texts) == 1 {
+		if rep, ev, ok := e.completeTruncated(req, cfg, texts, textBytes); ok {
+			return rep, ev
+		}
+	}
+	strategy := "offload"
+	if textBytes < cfg.ReadOffloadThreshold {
+		if cfg.TurnBudgetBytes > 0 && textBytes >= tinyResultBytes && exposed+textBytes > cfg.TurnBudgetBytes {
+			strategy = "turn-budget"
+		} else {
+			return keep(KeepSmall, textBytes), nil
+		}
+	}
+	return e.offload(req, cfg, texts, textBytes, strategy, "", "")
+}
+
+// offload stores the text blocks (one raw text, or a textBlocks envelope)
+// and replaces them with a notice.
+func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
+	s, err := e.openStore()
+	if err != nil {
+		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+	}
+	meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
+	var ent Entry
+	var dedup bool
+	if len(texts) == 1 {
+		ent, dedup, err = s.Put(bytesOf(req.Content[texts[0]].Text), meta, limits(cfg))
+	} else {
+		meta.Kind = "textBlocks"
+		ent, dedup, err = s.PutStream(func(w io.Writer) error { return writeEnvelope(w, req, texts) }, meta, limits(cfg))
+	}
+	if err != nil {
+		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+	}
+	return e.noticeFor(req, cfg, s, ent, dedup, textBytes, strategy, warning, note)
+}
+
+// noticeFor builds the notice of a stored entry and checks the saving.
+func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entry, dedup bool, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
+	blob, err := s.Open(ent.Handle, 0)
+	if err != nil {
+		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+	}
+	defer blob.Close()
+	budget := int(cfg.OffloadPreviewBytes)
+	if strategy == "turn-budget" {
+		budget = min(budget, turnPreviewBytes)
+	}
+	pv := buildPreview(blob.Data, ent.Kind == "textBlocks", budget)
+	lines := totalLines(blob.Data)
+	if ent.Kind == "textBlocks" {
+		lines = 0
+		for _, b := range req.Content {
+			if b.Type == "text" {
+				lines += totalLines(bytesOf(b.Text))
+			}
+		}
+	}
+	e.mu.Lock()
+	repeat := e.session(req.SessionID).shown[ent.Handle]
+	e.mu.Unlock()
+	in := noticeInput{tool: req.ToolName, handle: ent.Handle, stored: ent.Size, lines: lines, repeat: repeat, pv: pv,
+		warning: warning, note: note, pageBytes: pageBudget(cfg.ReadOffloadThreshold, false), strategy: strategy}
+	text := renderNotice(in)
+	out, kept := replaceTexts(req, text)
+	in.kept = kept
+	text = renderNotice(in)
+	out, _ = replaceTexts(req, text)
+	if textBytes-int64(len(text)) < cfg.MinimumSavingsBytes {
+		return keep(KeepSmallSaving, textBytes), &Event{Type: "keep", Reason: KeepSmallSaving, OriginalBytes: textBytes}
+	}
+	ev := &Event{Type: "offload", Strategy: strategy, Shape: pv.shape, OriginalBytes: textBytes, StoredBytes: ent.Size,
+		VisibleBytes: int64(len(text)), HandleFP: HandleFP(ent.Handle), Repeat: repeat, Dedup: dedup}
+	switch {
+	case note != "":
+		ev.Artifact = "recovered"
+	case warning != "":
+		ev.Artifact = "unrecovered"
+	}
+	return Replacement{Action: "replace", Strategy: strategy, Handle: ent.Handle, Content: out,
+		OriginalBytes: textBytes, VisibleBytes: int64(len(text)), Warning: warning}, ev
+}
+
+// writeEnvelope writes {"textBlocks":[{"index":i,"text":"..."},...]}.
+func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
+	if _, err := io.WriteString(w, `{"textBlocks":[`); err != nil {
+		return err
+	}
+	for n, i := range texts {
+		sep := ""
+		if n > 0 {
+			sep = ","
+		}
+		if _, err := fmt.Fprintf(w, `%s{"index":%d,"text":`, sep, i); err != nil {
+			return err
+		}
+		if err := writeJSONString(w, req.Content[i].Text); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "}"); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "]}")
+	return err
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeJSONString writes s as a JSON string literal; invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func writeJSONString(w io.Writer, s string) error {
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, '"')
+	flush := func() error {
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	start := 0
+	// put appends s[start:i] to buf, writing long runs straight through.
+	put := func(i int) error {
+		if i-start > 16<<10 {
+			if err := flush(); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, s[start:i])
+			return err
+		}
+		buf = append(buf, s[start:i]...)
+		return nil
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				if err := put(i); err != nil {
+					return err
+				}
+				buf = append(buf, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		if err := put(i); err != nil {
+			return err
+		}
+		switch c {
+		case '"', '\\':
+			buf = append(buf, '\\', c)
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
+		if len(buf) >= 60<<10 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(buf) > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, s[start:]); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, `"`)
+	return err
+}
+
+func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, textBytes int64) (Replacement, *Event) {
+	text := joinTexts(req, texts)
+	budget := int(cfg.ErrorCompactionPreviewBytes)
+	probe := renderErrorNotice(req.ToolName, placeholderHandle, text, budget)
+	if textBytes-int64(len(probe)) < cfg.MinimumSavingsBytes {
+		return keep(KeepSmallSaving, textBytes), &Event{Type: "keep", Reason: KeepSmallSaving, OriginalBytes: textBytes}
+	}
+	ent, err := e.storeTexts(req, cfg, texts)
+	if err != nil {
+		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+	}
+	notice := renderErrorNotice(req.ToolName, ent.Handle, text, budget)
+	out, _ := replaceTexts(req, notice)
+	return Replacement{Action: "replace", Strategy: "error", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
+		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle)}
+}
+
+func (e *Engine) storeTexts(req ToolResultRequest, cfg Config, texts []int) (Entry, error) {
+	s, err := e.openStore()
+	if err != nil {
+		return Entry{}, err
+	}
+	meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
+	if len(texts) == 1 {
+		ent, _, err := s.Put(bytesOf(req.Content[texts[0]].Text), meta, limits(cfg))
+		return ent, err
+	}
+	meta.Kind = "textBlocks"
+	ent, _, err := s.PutStream(func(w io.Writer) error { return writeEnvelope(w, req, texts) }, meta, limits(cfg))
+	return ent, err
+}
+
+func (e *Engine) compactEdit(req ToolResultRequest, cfg Config, texts []int, textBytes int64) (Replacement, *Event, bool) {
+	if len(texts) != 1 {
+		return Replacement{}, nil, false
+	}
+	text := bytesOf(req.Content[texts[0]].Text)
+	at := diffStart(text)
+	if at < 0 || len(text)-at < editDiffBytes {
+		return Replacement{}, nil, false
+	}
+	ack := string(text[:at])
+	if strings.TrimSpace(ack) == "" {
+		ack = fmt.Sprintf("%s succeeded.", orDefault(req.ToolName, "The edit"))
+	}
+	notice := renderEditNotice(ack, placeholderHandle, text[at:], at)
+	if textBytes-int64(len(notice)) < cfg.MinimumSavingsBytes {
+		return Replacement{}, nil, false
+	}
+	ent, err := e.storeTexts(req, cfg, texts)
+	if err != nil {
+		rep, ev := keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		return rep, ev, true
+	}
+	notice = renderEditNotice(ack, ent.Handle, text[at:], at)
+	out, _ := replaceTexts(req, notice)
+	return Replacement{Action: "replace", Strategy: "edit", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
+		&Event{Type: "offload", Strategy: "edit", Shape: "diff", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle)}, true
+}

@@ -1,0 +1,485 @@
+package offload
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// preview is the index-like part of an offload notice.
+type preview struct {
+	shape    string // "json", "textBlocks", "sections", "outline", "lines"
+	text     string // ends with a newline
+	stopAt   int64  // where the suggested range read starts
+	specific string // one payload-specific read: ctx_read arguments without id, e.g. "jsonPath":"$.items[0]"
+	extra    string // for text blocks: a second read, of the next block
+}
+
+// buildPreview describes data within about budget bytes. textBlocks says
+// data is a {"textBlocks":[...]} envelope.
+func buildPreview(data []byte, textBlocks bool, budget int) preview {
+	if textBlocks {
+		if pv, ok := blocksPreview(data, budget); ok {
+			return pv
+		}
+	}
+	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') && validJSON(data) == nil {
+		return jsonPreview(data, budget)
+	}
+	o := buildOutline(data)
+	switch {
+	case (o.Kind == "sections" || o.Kind == "markdown") && len(o.Parts) <= 12:
+		return sectionsPreview(data, o, budget)
+	case o.Kind != "":
+		return outlinePreview(data, o, budget)
+	}
+	return linesPreview(data, budget)
+}
+
+// cutAt returns data[:n] ending on a line end when one is in the second
+// half, else on a rune boundary.
+func cutHead(data []byte, n int) int {
+	if n >= len(data) {
+		return len(data)
+	}
+	if i := bytes.LastIndexByte(data[:n], '\n'); i >= n/2 {
+		return i + 1
+	}
+	return runeCut(data, n, 0)
+}
+
+// cutTail returns the start of a suffix of at most n bytes, starting on a
+// line start when one is in its first half.
+func cutTail(data []byte, n int) int {
+	if n >= len(data) {
+		return 0
+	}
+	s := len(data) - n
+	if i := bytes.IndexByte(data[s:], '\n'); i >= 0 && i < n/2 {
+		return s + i + 1
+	}
+	for i := 0; i < 3 && s < len(data) && !utf8.RuneStart(data[s]); i++ {
+		s++
+	}
+	return s
+}
+
+var errorWords = []string{"error", "Error", "ERROR", "FAIL", "fail", "panic", "Exception", "warning", "WARN"}
+
+// probeQuery proposes a query for a log: the first error-like word found
+// near the start or the end.
+func probeQuery(data []byte) string {
+	const win = 1 << 20
+	head := data[:min(len(data), win)]
+	tail := data[max(0, len(data)-win):]
+	for _, w := range errorWords {
+		if bytes.Contains(head, []byte(w)) || bytes.Contains(tail, []byte(w)) {
+			return fmt.Sprintf(`"query":%q,"ignoreCase":true`, strings.ToLower(w))
+		}
+	}
+	return ""
+}
+
+func linesPreview(data []byte, budget int) preview {
+	headN := budget * 13 / 20
+	tailN := budget - headN
+	he := cutHead(data, headN)
+	ts := cutTail(data, tailN)
+	if ts < he {
+		ts = he
+	}
+	var b strings.Builder
+	hl := int64(bytes.Count(data[:he], nl))
+	if he > 0 && data[he-1] != '\n' {
+		hl++
+	}
+	fmt.Fprintf(&b, "First %s (bytes 0-%d):\n", nLines(hl), he)
+	b.Write(data[:he])
+	if he > 0 && data[he-1] != '\n' {
+		b.WriteString(" ...\n")
+	}
+	if ts > he {
+		skipped := int64(bytes.Count(data[he:ts], nl))
+		tl := totalLines(data[ts:])
+		if skipped > 0 {
+			fmt.Fprintf(&b, "[... bytes %d-%d, about %s, not shown ...]\n", he, ts, nLines(skipped))
+		} else {
+			fmt.Fprintf(&b, "[... bytes %d-%d not shown ...]\n", he, ts)
+		}
+		fmt.Fprintf(&b, "Last %s (bytes %d-%d):\n", nLines(tl), ts, len(data))
+		b.Write(data[ts:])
+		if data[len(data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return preview{shape: "lines", text: b.String(), stopAt: int64(he), specific: probeQuery(data)}
+}
+
+func sectionsPreview(data []byte, o Outline, budget int) preview {
+	var b strings.Builder
+	what := "sections"
+	if o.Kind == "markdown" {
+		what = "headings"
+	}
+	fmt.Fprintf(&b, "%d %s, each with its first lines:\n", len(o.Parts), what)
+	if first := o.Parts[0].Start; first > 0 {
+		fmt.Fprintf(&b, "(bytes 0-%d before the first)\n", first)
+	}
+	per := max((budget-b.Len())/len(o.Parts)-60, 80)
+	var stopAt int64 = -1
+	largest, largestSize := o.Parts[0], int64(-1)
+	for i, p := range o.Parts {
+		// A part's own text runs to the next heading, whatever its level.
+		own := p.End
+		if i+1 < len(o.Parts) {
+			own = min(own, o.Parts[i+1].Start)
+		}
+		if own-p.Start > largestSize {
+			largest, largestSize = p, own-p.Start
+		}
+		heading := data[p.Start:lineEnd(data, int(p.Start))]
+		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", clip(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
+		pos, shown, used := int(p.Body), 0, 0
+		for pos < int(own) && shown < 3 {
+			le := min(lineEnd(data, pos), int(own))
+			line := trimCR(data[pos:le])
+			if len(bytes.TrimSpace(line)) > 0 {
+				l := "  " + clip(string(line), 160) + "\n"
+				if used+len(l) > per {
+					break
+				}
+				b.WriteString(l)
+				used += len(l)
+				shown++
+				if i == 0 {
+					stopAt = int64(min(le+1, len(data)))
+				}
+			}
+			pos = le + 1
+		}
+	}
+	if stopAt < 0 {
+		stopAt = 0
+	}
+	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func outlinePreview(data []byte, o Outline, budget int) preview {
+	var b strings.Builder
+	largest, largestSize := o.Parts[0], int64(-1)
+	total := 0
+	for i, p := range o.Parts {
+		own := p.End
+		if i+1 < len(o.Parts) {
+			own = min(own, o.Parts[i+1].Start)
+		}
+		if own-p.Start > largestSize {
+			largest, largestSize = p, own-p.Start
+		}
+		total += p.Lines
+	}
+	more := ""
+	if o.Truncated {
+		more = "+"
+	}
+	switch o.Kind {
+	case "grep":
+		fmt.Fprintf(&b, "grep output: %d%s matching lines in %d%s files, by file with byte ranges:\n", total, more, len(o.Parts), more)
+	case "diff":
+		fmt.Fprintf(&b, "diff of %d%s files, with byte ranges:\n", len(o.Parts), more)
+	case "markdown":
+		fmt.Fprintf(&b, "%d%s headings, with byte ranges:\n", len(o.Parts), more)
+	default:
+		fmt.Fprintf(&b, "%d%s sections, with byte ranges:\n", len(o.Parts), more)
+	}
+	line := func(p Part) string {
+		indent := strings.Repeat("  ", max(p.Level-1, 0))
+		if o.Kind == "grep" {
+			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Lines, p.Start, p.End)
+		}
+		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Start, p.End)
+	}
+	var lines []string
+	size := b.Len()
+	for _, p := range o.Parts {
+		lines = append(lines, line(p))
+	}
+	// Keep the head and the tail of the outline when it does not fit.
+	head, tail := len(lines), 0
+	used := size
+	for i, l := range lines {
+		if used+len(l) > budget-60 {
+			head = i
+			break
+		}
+		used += len(l)
+	}
+	if head < len(lines) {
+		head = head * 2 / 3
+		used = size
+		for _, l := range lines[:head] {
+			used += len(l)
+		}
+		for tail < len(lines)-head && used+len(lines[len(lines)-1-tail]) <= budget-60 {
+			used += len(lines[len(lines)-1-tail])
+			tail++
+		}
+	}
+	for _, l := range lines[:head] {
+		b.WriteString(l)
+	}
+	if head+tail < len(lines) {
+		from, to := o.Parts[head].Start, o.Parts[len(lines)-tail-1].End
+		fmt.Fprintf(&b, "[... %d more parts in bytes %d-%d ...]\n", len(lines)-head-tail, from, to)
+	}
+	for _, l := range lines[len(lines)-tail:] {
+		b.WriteString(l)
+	}
+	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+}
+
+// --- JSON ---
+
+// pathName renders a member name as a JSONPath segment.
+func pathName(name string) string {
+	ok := name != ""
+	for i, c := range name {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80 || i > 0 && '0' <= c && c <= '9') {
+			ok = false
+		}
+	}
+	if ok {
+		return "." + name
+	}
+	return "[" + strconv.Quote(name) + "]"
+}
+
+// shortValue renders a scalar, or a short summary of a container.
+func shortValue(d []byte, s, e int) string {
+	switch d[s] {
+	case '"':
+		str, _ := unquote(d[s:e])
+		if len(str) > 60 {
+			cut := 60
+			cut = runeCut([]byte(str), cut, 0)
+			return strconv.Quote(str[:cut]) + fmt.Sprintf("... (%d bytes)", len(str))
+		}
+		return strconv.Quote(str)
+	case '{':
+		var keys []string
+		n := 0
+		eachMember(d, s, func(k []byte, _, _ int) bool {
+			n++
+			if len(keys) < 6 {
+				ks, _ := unquote(k)
+				keys = append(keys, clip(ks, 30))
+			}
+			return true
+		})
+		more := ""
+		if n > len(keys) {
+			more = fmt.Sprintf(", ... %d more", n-len(keys))
+		}
+		return fmt.Sprintf("object {%s%s} (%d bytes)", strings.Join(keys, ", "), more, e-s)
+	case '[':
+		n := 0
+		kinds := map[string]int{}
+		var first [2]int
+		eachElement(d, s, func(i, vs, ve int) bool {
+			if n == 0 {
+				first = [2]int{vs, ve}
+			}
+			n++
+			if n <= 100 {
+				kinds[jsonKind(d, vs)]++
+			}
+			return true
+		})
+		if n == 0 {
+			return "[]"
+		}
+		of := kindList(kinds)
+		if jsonKind(d, first[0]) == "object" {
+			var keys []string
+			eachMember(d, first[0], func(k []byte, _, _ int) bool {
+				ks, _ := unquote(k)
+				keys = append(keys, clip(ks, 30))
+				return len(keys) < 6
+			})
+			of += " {" + strings.Join(keys, ", ") + "}"
+		}
+		return fmt.Sprintf("array of %d %s (%d bytes)", n, of, e-s)
+	}
+	return clip(string(d[s:e]), 60)
+}
+
+func kindList(kinds map[string]int) string {
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k+"s")
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, "/")
+}
+
+func jsonPreview(d []byte, budget int) preview {
+	rs := skipWS(d, 0)
+	re, _ := skipValue(d, rs, 0)
+	var b strings.Builder
+	type big struct {
+		path   string
+		s, e   int
+		isArr  bool
+		length int
+	}
+	var largest big
+	consider := func(path string, s, e int) {
+		if e-s > largest.e-largest.s {
+			largest = big{path: path, s: s, e: e, isArr: d[s] == '['}
+		}
+	}
+	writeLine := func(l string) bool {
+		if b.Len()+len(l) > budget {
+			return false
+		}
+		b.WriteString(l)
+		return true
+	}
+	if d[rs] == '{' {
+		n := 0
+		eachMember(d, rs, func([]byte, int, int) bool { n++; return true })
+		writeLine(fmt.Sprintf("JSON object with %d keys (%d bytes); keys with short fields and byte ranges:\n", n, re-rs))
+		shown := 0
+		eachMember(d, rs, func(k []byte, vs, ve int) bool {
+			key, _ := unquote(k)
+			consider("$"+pathName(key), vs, ve)
+			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve))
+			if ve-vs > 200 {
+				l += fmt.Sprintf(" [bytes %d-%d]", vs, ve)
+			}
+			if !writeLine(l + "\n") {
+				writeLine(fmt.Sprintf("  ... %d more keys\n", n-shown))
+				return false
+			}
+			shown++
+			return true
+		})
+	} else {
+		writeLine(fmt.Sprintf("JSON %s\n", shortValue(d, rs, re)))
+		consider("$", rs, re)
+	}
+	// Descend into the largest array (or object) once to show an element.
+	specific := ""
+	if largest.e > largest.s {
+		target := largest
+		if d[target.s] == '{' && target.path != "$" {
+			specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(target.path))
+		}
+		if d[target.s] == '[' {
+			var fs, fe int
+			eachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
+			if fe > fs {
+				p := target.path + "[0]"
+				specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(p))
+				if d[fs] == '{' {
+					writeLine(fmt.Sprintf("%s has short fields:\n", p))
+					eachMember(d, fs, func(k []byte, vs, ve int) bool {
+						key, _ := unquote(k)
+						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve)))
+					})
+				} else {
+					writeLine(fmt.Sprintf("%s = %s\n", p, shortValue(d, fs, fe)))
+				}
+			}
+		}
+	}
+	if specific == "" {
+		specific = `"jsonPath":"$"`
+	}
+	stop := int64(largest.s)
+	return preview{shape: "json", text: b.String(), stopAt: stop, specific: specific}
+}
+
+// blocksPreview lists the blocks of a {"textBlocks":[...]} envelope.
+func blocksPreview(d []byte, budget int) (preview, bool) {
+	var arr [2]int
+	found := false
+	eachMember(d, skipWS(d, 0), func(k []byte, vs, ve int) bool {
+		if keyEquals(k, "textBlocks") && d[vs] == '[' {
+			arr, found = [2]int{vs, ve}, true
+			return false
+		}
+		return true
+	})
+	if !found {
+		return preview{}, false
+	}
+	var b strings.Builder
+	n := 0
+	eachElement(d, arr[0], func(int, int, int) bool { n++; return true })
+	fmt.Fprintf(&b, "%d text blocks, each with its first lines:\n", n)
+	per := max(budget/max(n, 1)-80, 120)
+	first, second, shown0, blocks := -1, -1, 0, 0
+	eachElement(d, arr[0], func(i, vs, ve int) bool {
+		var idx int64 = -1
+		var text [2]int
+		eachMember(d, vs, func(k []byte, s, e int) bool {
+			switch {
+			case keyEquals(k, "index"):
+				idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
+			case keyEquals(k, "text") && d[s] == '"':
+				text = [2]int{s, e}
+			}
+			return true
+		})
+		if text[1] == 0 {
+			return true
+		}
+		if first < 0 {
+			first = i
+		}
+		raw := d[text[0]:text[1]]
+		head, _ := appendUnquoted(nil, raw, 0, int64(per))
+		n := len(head)
+		if int64(n) < decodedLen(raw) {
+			n = cutHead(head, n-1)
+			if n == 0 {
+				n = len(head)
+			}
+		}
+		if blocks == 0 {
+			shown0 = n
+		} else if blocks == 1 {
+			second = i
+		}
+		blocks++
+		fmt.Fprintf(&b, "$.textBlocks[%d] (block %d of the result, %d bytes of text):\n", i, idx, decodedLen(raw))
+		for _, l := range bytes.SplitAfter(head[:n], nl) {
+			if len(l) > 0 {
+				b.WriteString("  ")
+				b.Write(l)
+			}
+		}
+		if n > 0 && head[n-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		return b.Len() < budget
+	})
+	if first < 0 {
+		first = 0
+	}
+	pv := preview{shape: "textBlocks", text: b.String(), specific: fmt.Sprintf(`"jsonPath":"$.textBlocks[%d].text","offset":%d`, first, shown0)}
+	if second >= 0 {
+		pv.extra = fmt.Sprintf(`"jsonPath":"$.textBlocks[%d].text"`, second)
+	}
+	return pv, true
+}
