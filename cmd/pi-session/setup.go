@@ -302,6 +302,9 @@ func extensionArgs(env *environ, piArgs []string) ([]string, error) {
 	default:
 		return []string{"-e", v}, nil
 	}
+	if passesOwn(piArgs) {
+		return nil, nil
+	}
 	agentDir := paths.AgentDir(env.Get)
 	settings, _ := readSettings(filepath.Join(agentDir, "settings.json"))
 	if dir := registered(agentDir, settings); dir != "" && !noExtensions(piArgs) {
@@ -317,6 +320,28 @@ func extensionArgs(env *environ, piArgs []string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"-e", dir}, nil
+}
+
+// passesOwn reports whether pi's arguments already load a pi-session
+// extension with -e (a checkout being worked on, say).
+func passesOwn(args []string) bool {
+	for i, a := range args {
+		v, ok := "", false
+		switch {
+		case a == "--":
+			return false
+		case a == "-e" || a == "--extension":
+			if i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+		default:
+			v, ok = strings.CutPrefix(a, "--extension=")
+		}
+		if ok && packageOf("", v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // noExtensions reports whether pi's arguments turn off installed
