@@ -180,51 +180,51 @@ func (cn *conn) dispatch(f frame) {
 		cn.mu.Unlock()
 	}
 	req := &Request{Method: m.Method, Params: m.Params, Bulk: f.bulk, Peer: cn.peer, host: cn.h}
+	// Exactly one answer: the handler's, or the deadline's if it comes
+	// first. A handler past its deadline runs on, unanswered and without
+	// its slot.
+	var once sync.Once
+	answer := func(res any, err error) {
+		once.Do(func() {
+			<-cn.slots
+			if m.ID != nil {
+				cn.mu.Lock()
+				delete(cn.inflight, key)
+				cn.mu.Unlock()
+			}
+			if !m.isNotification() && cn.ctx.Err() == nil {
+				cn.reply(m.ID, res, err)
+			}
+		})
+	}
 	go func() {
-		defer func() { <-cn.slots }()
 		defer cancel()
-		res, err := cn.call(ctx, fn, req, timeout)
-		if m.ID != nil {
-			cn.mu.Lock()
-			delete(cn.inflight, key)
-			cn.mu.Unlock()
-		}
-		if m.isNotification() || cn.ctx.Err() != nil {
-			return
-		}
-		cn.reply(m.ID, res, err)
+		stop := context.AfterFunc(ctx, func() { answer(nil, cn.expired(ctx, req, timeout)) })
+		defer stop()
+		res, err := cn.call(ctx, fn, req)
+		answer(res, err)
 	}()
 }
 
-// call runs fn and returns its answer, or an error when ctx ends first
-// (the handler keeps running, but its answer is dropped).
-func (cn *conn) call(ctx context.Context, fn Handler, req *Request, timeout time.Duration) (any, error) {
-	type answer struct {
-		res any
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				cn.h.log.Error("engine panic", "method", req.Method, "peerPid", req.Peer.PID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				done <- answer{err: Errorf(CodeInternal, "hooks: %s panicked: %v", req.Method, p)}
-			}
-		}()
-		res, err := fn(ctx, req)
-		done <- answer{res, err}
-	}()
-	select {
-	case a := <-done:
-		return a.res, a.err
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			cn.h.log.Warn("deadline exceeded", "method", req.Method, "peerPid", req.Peer.PID, "timeout", timeout)
-			return nil, &Error{Code: CodeDeadline, Message: fmt.Sprintf("hooks: %s did not answer within its deadline of %s", req.Method, timeout),
-				Data: map[string]any{"timeoutMs": timeout.Milliseconds()}}
+// call runs the handler, turning a panic into an error.
+func (cn *conn) call(ctx context.Context, fn Handler, req *Request) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cn.h.log.Error("engine panic", "method", req.Method, "peerPid", req.Peer.PID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, Errorf(CodeInternal, "hooks: %s panicked: %v", req.Method, p)
 		}
-		return nil, Errorf(CodeCancelled, "hooks: %s was cancelled", req.Method)
+	}()
+	return fn(ctx, req)
+}
+
+// expired is the answer to a request whose context ended before its handler.
+func (cn *conn) expired(ctx context.Context, req *Request, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		cn.h.log.Warn("deadline exceeded", "method", req.Method, "peerPid", req.Peer.PID, "timeout", timeout)
+		return &Error{Code: CodeDeadline, Message: fmt.Sprintf("hooks: %s did not answer within its deadline of %s", req.Method, timeout),
+			Data: map[string]any{"timeoutMs": timeout.Milliseconds()}}
 	}
+	return Errorf(CodeCancelled, "hooks: %s was cancelled", req.Method)
 }
 
 // reply sends a result or an error for id.
