@@ -32,9 +32,9 @@ const Protocol = 1
 // BenchmarkBulk (bench_test.go) moves 16 MiB of tool-output-like text from
 // the extension's TypeScript client into an engine several ways and copies
 // it raw over a unix socket in the same run. On a 2-core VM: inside a JSON
-// string about 24 MB/s; as bulk bytes after a JSON line 0.9-1.4 GB/s,
-// 0.63-0.68x the raw copy; through a private 0600 file 0.8-1.0 GB/s when
-// the engine reads it, 1.4-1.6 GB/s when it renames the file into place
+// string about 24 MB/s; as bulk bytes after a JSON line 0.9-2.1 GB/s,
+// 0.62-0.92x the raw copy; through a private 0600 file 0.8-1.0 GB/s when
+// the engine reads it, 1.0-1.6 GB/s when it renames the file into place
 // unread. Bulk bytes were chosen: faster than a file the engine reads,
 // close to the rename, and unlike files they need no directory on the
 // store's filesystem, leave nothing behind when a process dies, and carry
