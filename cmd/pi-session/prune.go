@@ -11,7 +11,7 @@ import (
 	"github.com/pi-session/pi-session/status"
 )
 
-const pruneUsage = `usage: pi-session prune [--dry-run] [--throttle] [--verbose] [--json]
+const pruneUsage = `usage: pi-session prune [--dry-run] [--throttle] [--budget D] [--verbose] [--json]
 
 Runs one pass of status-record pruning by hand: records strictly older than
 7 days whose pid is confirmed dead are removed; live or unknown pids,
@@ -21,6 +21,7 @@ continues where the last one stopped. Handoffs and session files are never
 touched.
   --dry-run   say what would be removed; remove nothing
   --throttle  skip the pass if one ran in the last 24 hours, as at start-up
+  --budget D  let the pass run for D (e.g. 5s) instead of about 200 ms
   --verbose   list every kept record with its reason, not just the counts
   --json      print the report as JSON
 `
@@ -34,6 +35,7 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 	verbose := fs.Bool("verbose", false, "")
 	fs.BoolVar(verbose, "v", false, "")
 	asJSON := fs.Bool("json", false, "")
+	budget := fs.Duration("budget", status.DefaultBudget, "")
 	args, code, done := parseFlags(inv, fs, inv.args, pruneUsage)
 	if done {
 		return code
@@ -42,7 +44,10 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 		return inv.errorf(exitUsage, "prune takes no arguments (see pi-session prune --help)")
 	}
 	store := status.StoreFromEnv(inv.env.Get)
-	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle})
+	if *budget <= 0 {
+		return inv.errorf(exitUsage, "--budget %v: want a positive duration such as 200ms or 5s", *budget)
+	}
+	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle, Budget: *budget})
 	if *asJSON {
 		b, jerr := json.MarshalIndent(struct {
 			status.PruneReport
