@@ -81,7 +81,7 @@ func BenchmarkPassthrough(b *testing.B) {
 	mbps := func(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
 	for i := 0; i < b.N; i++ {
 		c := exec.Command(bin, file)
-		c.Env = append(os.Environ(), "PI_SESSION_PI="+cat, "PI_SESSION_MARKER_DIR="+b.TempDir())
+		c.Env = benchEnv(b, "PI_SESSION_PI="+cat)
 		ps = append(ps, mbps(onPTY(b, c)))
 		sc = append(sc, mbps(onPTY(b, exec.Command("script", "-qfc", cat+" "+file, "/dev/null"))))
 		direct = append(direct, mbps(onPTY(b, exec.Command(cat, file))))
@@ -97,6 +97,14 @@ func medianF(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
+// benchEnv is the environment for pi-session in a benchmark: the real
+// product (engine host, bundled extension) with its files in a temporary
+// agent dir, never the developer's ~/.pi.
+func benchEnv(b *testing.B, extra ...string) []string {
+	agent := b.TempDir()
+	return append(append(os.Environ(), "PI_CODING_AGENT_DIR="+agent, "HOME="+agent), extra...)
+}
+
 func median(ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2]
@@ -108,7 +116,7 @@ func median(ds []time.Duration) time.Duration {
 func BenchmarkStartup(b *testing.B) {
 	bin := pitest.Binary(b)
 	truePath, _ := exec.LookPath("true")
-	markers := b.TempDir()
+	env := benchEnv(b, "PI_SESSION_PI="+truePath)
 	const runs = 100
 	for _, mode := range []string{"pty", "pipes"} {
 		b.Run(mode, func(b *testing.B) {
@@ -119,7 +127,7 @@ func BenchmarkStartup(b *testing.B) {
 						var c *exec.Cmd
 						if withSession {
 							c = exec.Command(bin)
-							c.Env = append(os.Environ(), "PI_SESSION_PI="+truePath, "PI_SESSION_MARKER_DIR="+markers)
+							c.Env = env
 						} else {
 							c = exec.Command(truePath)
 						}
@@ -160,7 +168,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		c := exec.Command(bin, "2")
-		c.Env = append(os.Environ(), "PI_SESSION_PI="+sleep, "PI_SESSION_MARKER_DIR="+b.TempDir())
+		c.Env = benchEnv(b, "PI_SESSION_PI="+sleep)
 		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 		if err := c.Start(); err != nil {

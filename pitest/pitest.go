@@ -54,6 +54,7 @@ var (
 )
 
 // Binary builds pi-session once per test process and returns its path.
+// Call Cleanup from TestMain to remove it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -71,6 +72,13 @@ func Binary(t testing.TB) string {
 		t.Fatalf("pitest: build pi-session: %v\n%s", buildErr, buildOut)
 	}
 	return buildPath
+}
+
+// Cleanup removes what Binary built. Call it from TestMain after m.Run.
+func Cleanup() {
+	if buildPath != "" {
+		os.RemoveAll(filepath.Dir(buildPath))
+	}
 }
 
 // Env is an isolated place to run pi: its own agent dir, home and working

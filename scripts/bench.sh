@@ -14,4 +14,7 @@ run "supervisor: idle resident memory" ./e2e 'IdleMemory' 1x
 run "rotate: 8 writer processes x 200k lines of 200 B vs plain O_APPEND" ./rotate 'AppendProcesses/writers=8' 1600000x
 run "rotate: one writer vs plain O_APPEND" ./rotate 'AppendProcesses/writers=1|Append$' 200000x
 run "status: pruning pass over 100k records, listing 10k" ./status '.' 20x
+run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo" ./hooks '^BenchmarkRoundTrip$' 1x
+run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
+run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
