@@ -155,7 +155,7 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 				}, meta, limits(cfg))
 				if err == nil {
 					note := fmt.Sprintf("%s showed only part of its output; this handle holds the complete output (%d bytes), recovered from its full-output file", tool, ent.Size)
-					rep, ev := e.noticeFor(req, cfg, s, ent, dedup, textBytes, "offload", "", note)
+					rep, ev := e.noticeFor(req, cfg, s, ent, nil, dedup, textBytes, "offload", "", note)
 					return rep, ev, true
 				}
 			}

@@ -38,26 +38,6 @@ func hasLocation(l []byte) bool {
 	return false
 }
 
-// lineScore rates how useful a line is as a diagnostic.
-func lineScore(line []byte, scratch []byte) (int, []byte) {
-	if len(line) > 512 {
-		line = line[:512]
-	}
-	scratch = asciiLowerInto(scratch, line)
-	score := 0
-	for _, dw := range diagWords {
-		if bytes.Contains(scratch, []byte(dw.w)) {
-			score = max(score, dw.score)
-		}
-	}
-	if score > 0 && hasLocation(line) {
-		score += 5
-	} else if hasLocation(line) {
-		score += 2
-	}
-	return score, scratch
-}
-
 // diagnosticWord is the strongest diagnostic word of the picked lines, for
 // the query that finds the others like them.
 func diagnosticWord(text []byte, picked []scoredLine) string {
@@ -105,52 +85,90 @@ type scoredLine struct {
 
 // usefulLines picks the most useful diagnostic lines of text within budget
 // bytes: the first lines, the last lines and the highest-scored lines in
-// between (earlier first among equals), returned in text order.
+// between (earlier first among equals), returned in text order. Keywords
+// are found with one lowercase pass over windows of the text, so the cost
+// stays near a memory scan whatever the size.
 func usefulLines(text []byte, budget int) []scoredLine {
-	const headLines, tailLines, perTier = 2, 4, 4096
-	var all []scoredLine // head lines, then candidates
-	var tail []scoredLine
-	tiers := map[int]int{}
-	var scratch []byte
-	pos, n := 0, 1
-	for pos < len(text) {
-		end := lineEnd(text, pos)
-		l := scoredLine{start: pos, end: end, n: n}
-		if n <= headLines {
-			l.score = 1000
-			all = append(all, l)
-		} else {
-			var sc int
-			sc, scratch = lineScore(text[pos:end], scratch)
-			if sc > 0 && tiers[sc] < perTier {
-				tiers[sc]++
-				l.score = sc
-				all = append(all, l)
-			}
-			tail = append(tail, scoredLine{start: pos, end: end, n: n, score: 900})
-			if len(tail) > tailLines {
-				tail = tail[1:]
+	const headLines, tailLines, perWord = 2, 4, 2048
+	type cand struct{ start, end, score int }
+	byStart := map[int]*cand{}
+	perWordHits := make([]int, len(diagWords))
+	maxLen := 0
+	for _, dw := range diagWords {
+		maxLen = max(maxLen, len(dw.w))
+	}
+	lower := make([]byte, 0, min(len(text), foldWindow))
+	for ws := 0; ws < len(text); {
+		we := min(ws+foldWindow, len(text))
+		safe := we
+		if we < len(text) {
+			safe = we - maxLen + 1
+		}
+		lower = asciiLowerInto(lower, text[ws:we])
+		for k, dw := range diagWords {
+			w := []byte(dw.w)
+			for pos := 0; perWordHits[k] < perWord; {
+				i := bytes.Index(lower[pos:], w)
+				if i < 0 || ws+pos+i >= safe {
+					break
+				}
+				at := ws + pos + i
+				s, e := lineBounds(text, at)
+				c, ok := byStart[s]
+				if !ok {
+					c = &cand{start: s, end: e}
+					byStart[s] = c
+				}
+				c.score = max(c.score, dw.score)
+				perWordHits[k]++
+				pos = e - ws + 1 // on to the next line
+				if pos >= len(lower) {
+					break
+				}
 			}
 		}
-		pos, n = end+1, n+1
+		ws = safe
 	}
-	// The tail lines win over candidates of the same lines.
-	inTail := map[int]bool{}
-	for _, t := range tail {
-		inTail[t.n] = true
+	// Head and tail lines.
+	var fixed []scoredLine
+	pos := 0
+	for n := 1; n <= headLines && pos < len(text); n++ {
+		e := lineEnd(text, pos)
+		fixed = append(fixed, scoredLine{start: pos, end: e, score: 1000})
+		pos = e + 1
 	}
-	cands := all[:0:0]
-	for _, c := range all {
-		if !inTail[c.n] {
-			cands = append(cands, c)
+	end := len(text)
+	if end > 0 && text[end-1] == '\n' {
+		end--
+	}
+	for n := 0; n < tailLines && end > pos; n++ {
+		s := bytes.LastIndexByte(text[:end], '\n') + 1
+		if s < pos {
+			break
 		}
+		fixed = append(fixed, scoredLine{start: s, end: end, score: 900})
+		end = s - 1
 	}
-	cands = append(cands, tail...)
-	sort.SliceStable(cands, func(i, j int) bool {
+	taken := map[int]bool{}
+	for _, f := range fixed {
+		taken[f.start] = true
+	}
+	cands := fixed
+	for _, c := range byStart {
+		if taken[c.start] {
+			continue
+		}
+		score := c.score
+		if hasLocation(text[c.start:min(c.end, c.start+512)]) {
+			score += 5
+		}
+		cands = append(cands, scoredLine{start: c.start, end: c.end, score: score})
+	}
+	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].score != cands[j].score {
 			return cands[i].score > cands[j].score
 		}
-		return cands[i].n < cands[j].n
+		return cands[i].start < cands[j].start
 	})
 	var picked []scoredLine
 	used := 0
@@ -162,7 +180,14 @@ func usefulLines(text []byte, budget int) []scoredLine {
 		used += cost
 		picked = append(picked, c)
 	}
-	sort.Slice(picked, func(i, j int) bool { return picked[i].n < picked[j].n })
+	sort.Slice(picked, func(i, j int) bool { return picked[i].start < picked[j].start })
+	// Line numbers, for the gap markers.
+	n, last := 1, 0
+	for i := range picked {
+		n += bytes.Count(text[last:picked[i].start], nl)
+		last = picked[i].start
+		picked[i].n = n
+	}
 	return picked
 }
 

@@ -51,6 +51,9 @@ type sessionState struct {
 	exposed  int64
 	shown    map[string]bool   // handles whose preview the session saw
 	offloads map[string]string // input fingerprint -> handle, of boundary offloads
+	// programRead is the fingerprint of a handle a program read since the
+	// last model-boundary result: that result derives from it.
+	programRead string
 }
 
 // New returns the engine of a workspace. Nothing is created on disk until a
@@ -191,17 +194,19 @@ type Replacement struct {
 
 // Reasons a result stays as it is.
 const (
-	KeepDisabled     = "disabled"
-	KeepNested       = "nested call"
-	KeepOwnTool      = "ctx tool result"
-	KeepNoReader     = "ctx_read inactive"
-	KeepSmall        = "below threshold"
-	KeepSmallError   = "error below errorCompactionThreshold"
-	KeepSmallSaving  = "saving below minimumSavingsBytes"
-	KeepStoreFailed  = "storing failed"
-	KeepNoText       = "no text"
-	ownToolPrefixCtx = "ctx_"
+	KeepDisabled    = "disabled"
+	KeepNested      = "nested call"
+	KeepOwnTool     = "ctx tool result"
+	KeepNoReader    = "ctx_read inactive"
+	KeepSmall       = "below threshold"
+	KeepSmallError  = "error below errorCompactionThreshold"
+	KeepSmallSaving = "saving below minimumSavingsBytes"
+	KeepStoreFailed = "storing failed"
+	KeepNoText      = "no text"
 )
+
+// ownTools are the engine's own tools: their results are already bounded.
+var ownTools = map[string]bool{"ctx_read": true, "ctx_summarize": true, "ctx_offload": true}
 
 const (
 	editDiffBytes     = 2048
@@ -240,7 +245,7 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		}
 		return keep(KeepNested, textBytes), nil
 	}
-	if strings.HasPrefix(req.ToolName, ownToolPrefixCtx) {
+	if ownTools[req.ToolName] {
 		return keep(KeepOwnTool, textBytes), nil
 	}
 	inputFP := ""
@@ -261,6 +266,31 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 
 	rep, ev := e.decide(req, cfg, texts, textBytes, exposed)
 	e.mu.Lock()
+	derived := st.programRead
+	st.programRead = ""
+	e.mu.Unlock()
+	if derived != "" {
+		// A program read handles and returned this: its visible size is a
+		// readback of them, and a notice tells the model to filter first.
+		if rep.Action == "replace" && (rep.Strategy == "offload" || rep.Strategy == "turn-budget") {
+			for i := range rep.Content {
+				if rep.Content[i].Type == "text" {
+					rep.Content[i].Text += fmt.Sprintf("\n[this program read offloaded handles and still returned %s: filter inside the program and return only what you need]", humanBytes(textBytes))
+					rep.VisibleBytes = int64(len(rep.Content[i].Text))
+					if ev != nil {
+						ev.VisibleBytes = rep.VisibleBytes
+					}
+					break
+				}
+			}
+		}
+		visible := textBytes
+		if rep.Action == "replace" {
+			visible = rep.VisibleBytes
+		}
+		e.record(Event{Session: req.SessionID, Type: "program-output", Tool: req.ToolName, HandleFP: derived, ReturnedBytes: visible})
+	}
+	e.mu.Lock()
 	if rep.Action == "replace" {
 		st.exposed += rep.VisibleBytes
 		if rep.Handle != "" {
@@ -278,6 +308,13 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		e.record(*ev)
 	}
 	return rep, nil
+}
+
+// noteProgramRead remembers that a program of the session read a handle.
+func (e *Engine) noteProgramRead(session, handle string) {
+	e.mu.Lock()
+	e.session(session).programRead = HandleFP(handle)
+	e.mu.Unlock()
 }
 
 // TurnStart resets the session's turn budget (pi's turn_start).
@@ -384,22 +421,31 @@ func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textByt
 	if err != nil {
 		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
 	}
-	return e.noticeFor(req, cfg, s, ent, dedup, textBytes, strategy, warning, note)
+	var data []byte
+	if len(texts) == 1 {
+		data = bytesOf(req.Content[texts[0]].Text) // the stored bytes, already in memory
+	}
+	return e.noticeFor(req, cfg, s, ent, data, dedup, textBytes, strategy, warning, note)
 }
 
 // noticeFor builds the notice of a stored entry and checks the saving.
-func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entry, dedup bool, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
-	blob, err := s.Open(ent.Handle, 0)
-	if err != nil {
-		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+// data, when not nil, is the stored payload in memory; otherwise the blob
+// is mapped.
+func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entry, data []byte, dedup bool, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
+	if data == nil {
+		blob, err := s.Open(ent.Handle, 0)
+		if err != nil {
+			return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		}
+		defer blob.Close()
+		data = blob.Data
 	}
-	defer blob.Close()
 	budget := int(cfg.OffloadPreviewBytes)
 	if strategy == "turn-budget" {
 		budget = min(budget, turnPreviewBytes)
 	}
-	pv := buildPreview(blob.Data, ent.Kind == "textBlocks", budget)
-	lines := totalLines(blob.Data)
+	pv := buildPreview(data, ent.Kind == "textBlocks", budget)
+	lines := totalLines(data)
 	if ent.Kind == "textBlocks" {
 		lines = 0
 		for _, b := range req.Content {
@@ -548,7 +594,7 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 	if err != nil {
 		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
 	}
-	notice := renderErrorNotice(req.ToolName, ent.Handle, text, budget)
+	notice := strings.ReplaceAll(probe, placeholderHandle, ent.Handle)
 	out, _ := replaceTexts(req, notice)
 	return Replacement{Action: "replace", Strategy: "error", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
 		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle)}
@@ -591,7 +637,7 @@ func (e *Engine) compactEdit(req ToolResultRequest, cfg Config, texts []int, tex
 		rep, ev := keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
 		return rep, ev, true
 	}
-	notice = renderEditNotice(ack, ent.Handle, text[at:], at)
+	notice = strings.ReplaceAll(notice, placeholderHandle, ent.Handle)
 	out, _ := replaceTexts(req, notice)
 	return Replacement{Action: "replace", Strategy: "edit", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
 		&Event{Type: "offload", Strategy: "edit", Shape: "diff", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle)}, true

@@ -407,3 +407,27 @@ func TestMethodsRoundTrip(t *testing.T) {
 		t.Error("read with broken params succeeded")
 	}
 }
+
+// A program that reads handles and still returns a large result: the
+// notice says to filter first, and its output counts as a readback.
+func TestProgramOutputDerivedFromHandles(t *testing.T) {
+	e, _ := newTestEngine(t, "")
+	ctx := context.Background()
+	a, _ := e.ToolResult(ctx, tr("bash", text(buildLog(1000))))
+	if _, err := e.Read(ctx, ReadRequest{SessionID: "s1", InProgram: true, Args: json.RawMessage(`{"id":"` + a.Handle + `","offset":0}`)}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.Status(ctx, StatusRequest{SessionID: "s1"})
+	rep, _ := e.ToolResult(ctx, tr("fabric_exec", text(buildLog(900))))
+	if rep.Action != "replace" || !strings.Contains(rep.Content[0].Text, "[this program read offloaded handles and still returned") {
+		t.Fatalf("program result: %s %.200s", rep.Action, rep.Content[0].Text)
+	}
+	after, _ := e.Status(ctx, StatusRequest{SessionID: "s1"})
+	if got, want := after.Figures.ReadbackTokens-before.Figures.ReadbackTokens, tokens(rep.VisibleBytes); got != want {
+		t.Errorf("readback grew by %d tokens, want %d (the visible program output)", got, want)
+	}
+	// Only once: the next result is not derived from the read.
+	if rep, _ := e.ToolResult(ctx, tr("bash", text(buildLog(800)))); strings.Contains(rep.Content[0].Text, "this program read") {
+		t.Error("a later result still carries the program note")
+	}
+}

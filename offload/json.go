@@ -219,67 +219,90 @@ func jsonKind(d []byte, i int) string {
 // eachMember calls f with each member of the object at d[i]: the raw key
 // (with quotes) and the value's range. f returns false to stop.
 func eachMember(d []byte, i int, f func(key []byte, vs, ve int) bool) error {
+	_, err := walkObject(d, i, f)
+	return err
+}
+
+// walkObject is eachMember returning the end of the object (-1 when f
+// stopped early).
+func walkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, error) {
 	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '{' {
-		return &jsonError{i, "not an object"}
+		return i, &jsonError{i, "not an object"}
 	}
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
 	for {
 		i = skipWS(d, i)
+		if i >= len(d) || d[i] != '"' {
+			return i, &jsonError{i, "expected a member name"}
+		}
 		ks := i
 		ke, err := skipString(d, i)
 		if err != nil {
-			return err
+			return ke, err
 		}
 		i = skipWS(d, ke)
 		if i >= len(d) || d[i] != ':' {
-			return &jsonError{i, "expected ':'"}
+			return i, &jsonError{i, "expected ':'"}
 		}
 		vs := skipWS(d, i+1)
 		ve, err := skipValue(d, vs, 1)
 		if err != nil {
-			return err
+			return ve, err
 		}
 		if !f(d[ks:ke], vs, ve) {
-			return nil
+			return -1, nil
 		}
 		i = skipWS(d, ve)
 		if i < len(d) && d[i] == ',' {
 			i++
 			continue
 		}
-		return nil
+		if i < len(d) && d[i] == '}' {
+			return i + 1, nil
+		}
+		return i, &jsonError{i, "expected ',' or '}'"}
 	}
 }
 
 // eachElement calls f with each element of the array at d[i].
 func eachElement(d []byte, i int, f func(idx, vs, ve int) bool) error {
+	_, err := walkArray(d, i, f)
+	return err
+}
+
+// walkArray is eachElement returning the end of the array (-1 when f
+// stopped early).
+func walkArray(d []byte, i int, f func(idx, vs, ve int) bool) (int, error) {
 	i = skipWS(d, i)
 	if i >= len(d) || d[i] != '[' {
-		return &jsonError{i, "not an array"}
+		return i, &jsonError{i, "not an array"}
 	}
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == ']' {
-		return nil
+		return i + 1, nil
 	}
 	for n := 0; ; n++ {
 		vs := skipWS(d, i)
 		ve, err := skipValue(d, vs, 1)
 		if err != nil {
-			return err
+			return ve, err
 		}
 		if !f(n, vs, ve) {
-			return nil
+			return -1, nil
 		}
 		i = skipWS(d, ve)
 		if i < len(d) && d[i] == ',' {
 			i++
 			continue
 		}
-		return nil
+		if i < len(d) && d[i] == ']' {
+			return i + 1, nil
+		}
+		return i, &jsonError{i, "expected ',' or ']'"}
 	}
 }
 

@@ -31,19 +31,24 @@ func lineBounds(data []byte, pos int) (int, int) {
 
 // literalMatcher matches lines containing any of its terms.
 type literalMatcher struct {
-	terms [][]byte
-	fold  bool // ASCII case folding; terms are lowercased
+	terms  [][]byte
+	fold   bool // ASCII case folding; terms are lowercased
+	maxLen int
 
-	// per-term cache of the next occurrence at or after cachedFrom[i]
+	// per term: the next occurrence at or after cachedFrom (-1: none; for
+	// fold, none in the current window's safe region)
 	nextAt     []int
 	cachedFrom []int
 
-	// fold window: lower holds data[winStart:winStart+len(lower)] lowercased
-	lower    []byte
-	winStart int
-	winValid bool
+	// fold window: lower holds data[winStart:winEnd] lowercased; matches
+	// starting before safeEnd lie wholly inside it
+	lower                     []byte
+	winStart, winEnd, safeEnd int
+	winValid                  bool
 }
 
+// foldWindow is the size of the lowercased window a case-folding search
+// slides over the payload.
 const foldWindow = 1 << 20
 
 func newLiteralMatcher(terms []string, fold bool) *literalMatcher {
@@ -54,6 +59,7 @@ func newLiteralMatcher(terms []string, fold bool) *literalMatcher {
 			b = asciiLower(b)
 		}
 		m.terms = append(m.terms, b)
+		m.maxLen = max(m.maxLen, len(b))
 	}
 	m.nextAt = make([]int, len(m.terms))
 	m.cachedFrom = make([]int, len(m.terms))
@@ -74,75 +80,88 @@ func asciiLower(b []byte) []byte {
 	return out
 }
 
-// index finds term i at or after from, or -1.
-func (m *literalMatcher) index(data []byte, i, from int) int {
-	if m.cachedFrom[i] >= 0 && m.cachedFrom[i] <= from && (m.nextAt[i] < 0 || m.nextAt[i] >= from) {
-		return m.nextAt[i]
+// first returns the first occurrence of any term at or after from, or -1.
+func (m *literalMatcher) first(data []byte, from int) int {
+	if m.fold {
+		return m.firstFold(data, from)
 	}
-	var at int
-	if !m.fold {
-		at = bytes.Index(data[from:], m.terms[i])
-		if at >= 0 {
-			at += from
+	best := -1
+	for i, t := range m.terms {
+		if !(m.cachedFrom[i] >= 0 && m.cachedFrom[i] <= from && (m.nextAt[i] < 0 || m.nextAt[i] >= from)) {
+			at := bytes.Index(data[from:], t)
+			if at >= 0 {
+				at += from
+			}
+			m.cachedFrom[i], m.nextAt[i] = from, at
 		}
-	} else {
-		at = m.foldIndex(data, m.terms[i], from)
+		if at := m.nextAt[i]; at >= 0 && (best < 0 || at < best) {
+			best = at
+		}
 	}
-	m.cachedFrom[i], m.nextAt[i] = from, at
-	return at
+	return best
 }
 
-// foldIndex searches a lowercased window of data that slides forward.
-func (m *literalMatcher) foldIndex(data []byte, term []byte, from int) int {
-	if len(term) == 0 {
-		return from
-	}
+// firstFold searches lowercased windows. Each occurrence starts in exactly
+// one window's safe region, where it lies wholly inside the window.
+func (m *literalMatcher) firstFold(data []byte, from int) int {
 	for from < len(data) {
-		if !m.winValid || from < m.winStart || from+len(term) > m.winStart+len(m.lower) && m.winStart+len(m.lower) < len(data) {
+		if !m.winValid || from < m.winStart || from >= m.safeEnd {
 			m.fill(data, from)
 		}
-		win := m.lower[from-m.winStart:]
-		if at := bytes.Index(win, term); at >= 0 {
-			return from + at
+		best := -1
+		for i, t := range m.terms {
+			if !(m.cachedFrom[i] >= 0 && m.cachedFrom[i] <= from && (m.nextAt[i] < 0 || m.nextAt[i] >= from)) {
+				at := bytes.Index(m.lower[from-m.winStart:], t)
+				if at >= 0 {
+					at += from
+					if at >= m.safeEnd {
+						at = -1 // found again, whole, in the next window
+					}
+				}
+				m.cachedFrom[i], m.nextAt[i] = from, at
+			}
+			if at := m.nextAt[i]; at >= 0 && (best < 0 || at < best) {
+				best = at
+			}
 		}
-		end := m.winStart + len(m.lower)
-		if end >= len(data) {
+		if best >= 0 {
+			return best
+		}
+		if m.winEnd >= len(data) {
 			return -1
 		}
-		// Next window overlaps by len(term)-1 so a match across the seam is found.
-		next := end - len(term) + 1
-		if next <= from {
-			next = from + 1
-		}
-		from = next
-		m.fill(data, from)
+		from = m.safeEnd
 	}
 	return -1
 }
 
 func (m *literalMatcher) fill(data []byte, from int) {
-	end := min(from+foldWindow, len(data))
-	if cap(m.lower) < foldWindow {
-		m.lower = make([]byte, 0, foldWindow)
+	end := min(from+max(foldWindow, 4*m.maxLen), len(data))
+	if cap(m.lower) < end-from {
+		m.lower = make([]byte, 0, end-from)
 	}
 	m.lower = m.lower[:end-from]
-	src := data[from:end]
-	for i, c := range src {
+	for i, c := range data[from:end] {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		m.lower[i] = c
 	}
-	m.winStart, m.winValid = from, true
+	m.winStart, m.winEnd, m.winValid = from, end, true
+	m.safeEnd = end
+	if end < len(data) {
+		m.safeEnd = end - m.maxLen + 1
+	}
+	for i := range m.cachedFrom {
+		m.cachedFrom[i] = -1
+	}
 }
 
 func (m *literalMatcher) next(data []byte, from int) (int, int, int, bool) {
-	best := -1
-	for i := range m.terms {
-		if at := m.index(data, i, from); at >= 0 && (best < 0 || at < best) {
-			best = at
-		}
+	if from >= len(data) {
+		return 0, 0, 0, false
 	}
+	best := m.first(data, from)
 	if best < 0 {
 		return 0, 0, 0, false
 	}
@@ -184,8 +203,8 @@ func (m *regexMatcher) next(data []byte, from int) (int, int, int, bool) {
 				e = len(data)
 			}
 		}
-		if loc := m.re.FindIndex(trimCR(data[s:e])); loc != nil {
-			return s, e, s + loc[0], true
+		if m.re.Match(trimCR(data[s:e])) {
+			return s, e, s, true
 		}
 		if e >= len(data) {
 			return 0, 0, 0, false

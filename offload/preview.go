@@ -27,8 +27,10 @@ func buildPreview(data []byte, textBlocks bool, budget int) preview {
 			return pv
 		}
 	}
-	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') && validJSON(data) == nil {
-		return jsonPreview(data, budget)
+	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
+		if pv, ok := jsonPreview(data, budget); ok {
+			return pv
+		}
 	}
 	o := buildOutline(data)
 	switch {
@@ -263,14 +265,61 @@ func pathName(name string) string {
 	return "[" + strconv.Quote(name) + "]"
 }
 
+// arrayInfo counts an array's elements (and their kinds, among the first
+// 100) in the pass that validates it.
+type arrayInfo struct {
+	n              int
+	kinds          map[string]int
+	first0, first1 int
+}
+
+func scanArray(d []byte, s int) (arrayInfo, int, error) {
+	a := arrayInfo{kinds: map[string]int{}}
+	end, err := walkArray(d, s, func(i, vs, ve int) bool {
+		if a.n == 0 {
+			a.first0, a.first1 = vs, ve
+		}
+		a.n++
+		if a.n <= 100 {
+			a.kinds[jsonKind(d, vs)]++
+		}
+		return true
+	})
+	return a, end, err
+}
+
 // shortValue renders a scalar, or a short summary of a container.
 func shortValue(d []byte, s, e int) string {
+	if d[s] == '[' {
+		a, _, _ := scanArray(d, s)
+		return arraySummary(d, a, e-s)
+	}
+	return shortScalar(d, s, e)
+}
+
+func arraySummary(d []byte, a arrayInfo, size int) string {
+	if a.n == 0 {
+		return "[]"
+	}
+	of := kindList(a.kinds)
+	if jsonKind(d, a.first0) == "object" {
+		var keys []string
+		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
+			ks, _ := unquote(k)
+			keys = append(keys, clip(ks, 30))
+			return len(keys) < 6
+		})
+		of += " {" + strings.Join(keys, ", ") + "}"
+	}
+	return fmt.Sprintf("array of %d %s (%d bytes)", a.n, of, size)
+}
+
+func shortScalar(d []byte, s, e int) string {
 	switch d[s] {
 	case '"':
 		str, _ := unquote(d[s:e])
 		if len(str) > 60 {
-			cut := 60
-			cut = runeCut([]byte(str), cut, 0)
+			cut := runeCut([]byte(str), 60, 0)
 			return strconv.Quote(str[:cut]) + fmt.Sprintf("... (%d bytes)", len(str))
 		}
 		return strconv.Quote(str)
@@ -290,34 +339,6 @@ func shortValue(d []byte, s, e int) string {
 			more = fmt.Sprintf(", ... %d more", n-len(keys))
 		}
 		return fmt.Sprintf("object {%s%s} (%d bytes)", strings.Join(keys, ", "), more, e-s)
-	case '[':
-		n := 0
-		kinds := map[string]int{}
-		var first [2]int
-		eachElement(d, s, func(i, vs, ve int) bool {
-			if n == 0 {
-				first = [2]int{vs, ve}
-			}
-			n++
-			if n <= 100 {
-				kinds[jsonKind(d, vs)]++
-			}
-			return true
-		})
-		if n == 0 {
-			return "[]"
-		}
-		of := kindList(kinds)
-		if jsonKind(d, first[0]) == "object" {
-			var keys []string
-			eachMember(d, first[0], func(k []byte, _, _ int) bool {
-				ks, _ := unquote(k)
-				keys = append(keys, clip(ks, 30))
-				return len(keys) < 6
-			})
-			of += " {" + strings.Join(keys, ", ") + "}"
-		}
-		return fmt.Sprintf("array of %d %s (%d bytes)", n, of, e-s)
 	}
 	return clip(string(d[s:e]), 60)
 }
@@ -331,20 +352,82 @@ func kindList(kinds map[string]int) string {
 	return strings.Join(ks, "/")
 }
 
-func jsonPreview(d []byte, budget int) preview {
+// jsonPreview describes a document already known to start with { or [.
+// ok is false when it is not valid JSON. One pass validates the document,
+// counts the members and the elements of top-level arrays, and finds the
+// largest value.
+func jsonPreview(d []byte, budget int) (preview, bool) {
 	rs := skipWS(d, 0)
-	re, _ := skipValue(d, rs, 0)
+	type member struct {
+		key    string
+		vs, ve int
+		arr    *arrayInfo
+	}
+	var members []member
+	var re int
+	var err error
+	var rootArr arrayInfo
+	if d[rs] == '{' {
+		// Walk the members by hand so that an array is validated and
+		// counted in the same pass.
+		i := skipWS(d, rs+1)
+		if i < len(d) && d[i] == '}' {
+			re = i + 1
+		}
+		for re == 0 && err == nil {
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != '"' {
+				err = &jsonError{i, "expected a member name"}
+				break
+			}
+			ks := i
+			var ke int
+			if ke, err = skipString(d, i); err != nil {
+				break
+			}
+			i = skipWS(d, ke)
+			if i >= len(d) || d[i] != ':' {
+				err = &jsonError{i, "expected ':'"}
+				break
+			}
+			vs := skipWS(d, i+1)
+			m := member{vs: vs}
+			m.key, _ = unquote(d[ks:ke])
+			if vs < len(d) && d[vs] == '[' {
+				a, end, e := scanArray(d, vs)
+				m.arr, m.ve, err = &a, end, e
+			} else {
+				m.ve, err = skipValue(d, vs, 1)
+			}
+			if err != nil {
+				break
+			}
+			members = append(members, m)
+			i = skipWS(d, m.ve)
+			switch {
+			case i < len(d) && d[i] == ',':
+				i++
+			case i < len(d) && d[i] == '}':
+				re = i + 1
+			default:
+				err = &jsonError{i, "expected ',' or '}'"}
+			}
+		}
+	} else {
+		rootArr, re, err = scanArray(d, rs)
+	}
+	if err != nil || skipWS(d, re) != len(d) {
+		return preview{}, false
+	}
 	var b strings.Builder
 	type big struct {
-		path   string
-		s, e   int
-		isArr  bool
-		length int
+		path string
+		s, e int
 	}
 	var largest big
 	consider := func(path string, s, e int) {
 		if e-s > largest.e-largest.s {
-			largest = big{path: path, s: s, e: e, isArr: d[s] == '['}
+			largest = big{path: path, s: s, e: e}
 		}
 	}
 	writeLine := func(l string) bool {
@@ -355,29 +438,29 @@ func jsonPreview(d []byte, budget int) preview {
 		return true
 	}
 	if d[rs] == '{' {
-		n := 0
-		eachMember(d, rs, func([]byte, int, int) bool { n++; return true })
-		writeLine(fmt.Sprintf("JSON object with %d keys (%d bytes); keys with short fields and byte ranges:\n", n, re-rs))
-		shown := 0
-		eachMember(d, rs, func(k []byte, vs, ve int) bool {
-			key, _ := unquote(k)
-			consider("$"+pathName(key), vs, ve)
-			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve))
-			if ve-vs > 200 {
-				l += fmt.Sprintf(" [bytes %d-%d]", vs, ve)
+		writeLine(fmt.Sprintf("JSON object with %d keys (%d bytes); keys with short fields and byte ranges:\n", len(members), re-rs))
+		for i, m := range members {
+			consider("$"+pathName(m.key), m.vs, m.ve)
+			v := ""
+			if m.arr != nil {
+				v = arraySummary(d, *m.arr, m.ve-m.vs)
+			} else {
+				v = shortScalar(d, m.vs, m.ve)
+			}
+			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(m.key, 60)), v)
+			if m.ve-m.vs > 200 {
+				l += fmt.Sprintf(" [bytes %d-%d]", m.vs, m.ve)
 			}
 			if !writeLine(l + "\n") {
-				writeLine(fmt.Sprintf("  ... %d more keys\n", n-shown))
-				return false
+				writeLine(fmt.Sprintf("  ... %d more keys\n", len(members)-i))
+				break
 			}
-			shown++
-			return true
-		})
+		}
 	} else {
-		writeLine(fmt.Sprintf("JSON %s\n", shortValue(d, rs, re)))
+		writeLine(fmt.Sprintf("JSON %s\n", arraySummary(d, rootArr, re-rs)))
 		consider("$", rs, re)
 	}
-	// Descend into the largest array (or object) once to show an element.
+	// Show the first element of the largest array (or name the largest object).
 	specific := ""
 	if largest.e > largest.s {
 		target := largest
@@ -405,8 +488,7 @@ func jsonPreview(d []byte, budget int) preview {
 	if specific == "" {
 		specific = `"jsonPath":"$"`
 	}
-	stop := int64(largest.s)
-	return preview{shape: "json", text: b.String(), stopAt: stop, specific: specific}
+	return preview{shape: "json", text: b.String(), stopAt: int64(largest.s), specific: specific}, true
 }
 
 // blocksPreview lists the blocks of a {"textBlocks":[...]} envelope.

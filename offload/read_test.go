@@ -381,3 +381,34 @@ func TestCursorErrors(t *testing.T) {
 		}
 	}
 }
+
+// Case-folded multi-term search across many windows agrees with a plain
+// lowercase scan of each line.
+func TestFoldMultiTermAcrossWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	words := []string{"Alpha", "BETA", "gamma", "DeLtA"}
+	for b.Len() < 3*foldWindow {
+		fmt.Fprintf(&b, "line %d", r.IntN(1000))
+		for k := r.IntN(3); k > 0; k-- {
+			if r.IntN(20) == 0 {
+				fmt.Fprintf(&b, " %s", words[r.IntN(len(words))])
+			} else {
+				b.WriteString(" filler")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	data := []byte(b.String())
+	terms := []string{"alpha", "delta"}
+	want := 0
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		l = strings.ToLower(l)
+		if strings.Contains(l, "alpha") || strings.Contains(l, "delta") {
+			want++
+		}
+	}
+	if got := countMatches(newLiteralMatcher(terms, true), data, 0); got != want {
+		t.Errorf("countMatches = %d, want %d", got, want)
+	}
+}

@@ -91,6 +91,13 @@ func Tally(events []Event, session string) Figures {
 			}
 		case "keep":
 			f.KeptLarge[ev.Reason]++
+		case "program-output":
+			// A program's final output derived from offloaded handles is
+			// a readback; an output offloaded in turn is not credited as
+			// a second saving (its own offload counts the bytes it kept out).
+			if boundary[ev.HandleFP] {
+				f.ReadbackTokens += tokens(ev.ReturnedBytes)
+			}
 		case "store":
 			f.Explicit++
 		case "rerun":

@@ -25,7 +25,8 @@ type Event struct {
 	Session string `json:"session,omitempty"`
 	// Type: "offload" (a result replaced), "keep" (a large result left
 	// inline), "rerun" (an offloaded call run again), "read", "summarize",
-	// "store" (ctx_offload), "read-error".
+	// "store" (ctx_offload), "read-error", "program-output" (the result of
+	// a program that read handles).
 	Type     string `json:"type"`
 	Tool     string `json:"tool,omitempty"`
 	Strategy string `json:"strategy,omitempty"` // offload, turn-budget, error, edit

@@ -66,6 +66,9 @@ func (e *Engine) Read(ctx context.Context, req ReadRequest) (ReadResult, error) 
 	}
 	ev.ReturnedBytes = int64(len(res.Text))
 	ev.FromZero = a.Mode() == "range" && a.Offset == 0
+	if req.InProgram {
+		e.noteProgramRead(req.SessionID, a.ID)
+	}
 	if res.Details.Result.TotalMatches != nil {
 		ev.Matches = ptr(*res.Details.Result.TotalMatches)
 	}
@@ -148,6 +151,9 @@ func (e *Engine) Summarize(ctx context.Context, req SummarizeRequest) (Summarize
 	ev := Event{Session: req.SessionID, Type: "summarize", Mode: a.Mode, InProgram: req.InProgram, ReturnedBytes: int64(len(res.Text))}
 	if a.ID != "" {
 		ev.HandleFP = HandleFP(a.ID)
+		if req.InProgram {
+			e.noteProgramRead(req.SessionID, a.ID)
+		}
 	}
 	e.record(ev)
 	return res, nil
