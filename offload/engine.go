@@ -590,14 +590,46 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 	if textBytes-int64(len(probe)) < cfg.MinimumSavingsBytes {
 		return keep(KeepSmallSaving, textBytes), &Event{Type: "keep", Reason: KeepSmallSaving, OriginalBytes: textBytes}
 	}
-	ent, err := e.storeTexts(req, cfg, texts)
+	// A failing command whose output the tool truncated: store the complete
+	// output when its full-output file is valid.
+	ent, artifact, err := e.storeFullOutput(req, cfg, texts)
 	if err != nil {
 		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
 	}
 	notice := strings.ReplaceAll(probe, placeholderHandle, ent.Handle)
+	if artifact != "" {
+		notice += fmt.Sprintf("\n[%s showed only part of its output; the handle holds the complete output (%d bytes)]", orDefault(req.ToolName, "the tool"), ent.Size)
+	}
 	out, _ := replaceTexts(req, notice)
 	return Replacement{Action: "replace", Strategy: "error", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
-		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle)}
+		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle), Artifact: artifact}
+}
+
+// storeFullOutput stores the complete output of a truncated single-text
+// result from its valid full-output file ("recovered"), else the text
+// blocks themselves ("", or "unrecovered" when truncated).
+func (e *Engine) storeFullOutput(req ToolResultRequest, cfg Config, texts []int) (Entry, string, error) {
+	if len(texts) == 1 {
+		text := bytesOf(req.Content[texts[0]].Text)
+		if path, fragment, truncated := artifactPath(text, req.Details); truncated {
+			if f, size, err := openArtifact(path, fragment, e.artifactDirs, cfg.StoreMaxBytes); err == nil {
+				defer f.Close()
+				if s, err := e.openStore(); err == nil {
+					ent, _, err := s.PutStream(func(w io.Writer) error {
+						_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
+						return err
+					}, Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}, limits(cfg))
+					if err == nil {
+						return ent, "recovered", nil
+					}
+				}
+			}
+			ent, err := e.storeTexts(req, cfg, texts)
+			return ent, "unrecovered", err
+		}
+	}
+	ent, err := e.storeTexts(req, cfg, texts)
+	return ent, "", err
 }
 
 func (e *Engine) storeTexts(req ToolResultRequest, cfg Config, texts []int) (Entry, error) {

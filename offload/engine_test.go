@@ -431,3 +431,24 @@ func TestProgramOutputDerivedFromHandles(t *testing.T) {
 		t.Error("a later result still carries the program note")
 	}
 }
+
+// A failing command whose output bash truncated: the compacted error points
+// to the complete output.
+func TestErrorCompactionRecoversFullOutput(t *testing.T) {
+	e, ws := newTestEngine(t, "")
+	full := buildCompilerError() + buildCompilerError()
+	path := filepath.Join(ws, "pi-bash-2.log")
+	os.WriteFile(path, []byte(full), 0o600)
+	visible := full[len(full)-20000:]
+	visible = visible[strings.IndexByte(visible, '\n')+1:]
+	req := tr("bash", text(visible+"\n\n[Showing lines 300-604 of 604. Full output: "+path+"]"))
+	req.IsError = true
+	rep, _ := e.ToolResult(context.Background(), req)
+	if rep.Strategy != "error" || !strings.Contains(rep.Content[0].Text, "the handle holds the complete output ("+fmt.Sprint(len(full))+" bytes)") {
+		t.Fatalf("ToolResult = %s/%s: %.300s", rep.Action, rep.Strategy, rep.Content[0].Text)
+	}
+	res, err := e.Read(context.Background(), ReadRequest{InProgram: true, Args: json.RawMessage(`{"id":"` + rep.Handle + `","offset":0}`)})
+	if err != nil || res.Text != full {
+		t.Errorf("the handle holds %d bytes, want the %d of the full output (%v)", len(res.Text), len(full), err)
+	}
+}
