@@ -143,6 +143,10 @@ func getBool(m map[string]json.RawMessage, name string) (bool, error) {
 
 // getInt reads an integer in [lo, hi]; numeric strings are accepted.
 func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, bool, error) {
+	want := fmt.Sprintf("an integer from %d to %d", lo, hi)
+	if hi >= 1<<53 {
+		want = fmt.Sprintf("an integer of at least %d", lo)
+	}
 	v, ok := m[name]
 	if !ok || isNull(v) {
 		return 0, false, nil
@@ -151,14 +155,14 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 	if err := json.Unmarshal(v, &f); err != nil {
 		var s string
 		if json.Unmarshal(v, &s) != nil {
-			return 0, false, argErr(name, "must be an integer from %d to %d, got %s", lo, hi, kindOf(v))
+			return 0, false, argErr(name, "must be %s, got %s", want, kindOf(v))
 		}
 		if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
-			return 0, false, argErr(name, "must be an integer from %d to %d, got the string %q", lo, hi, s)
+			return 0, false, argErr(name, "must be %s, got the string %q", want, s)
 		}
 	}
 	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
-		return 0, false, argErr(name, "must be an integer from %d to %d, got %v", lo, hi, f)
+		return 0, false, argErr(name, "must be %s, got %v", want, f)
 	}
 	return int64(f), true, nil
 }
