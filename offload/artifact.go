@@ -133,7 +133,7 @@ func openArtifact(path string, fragment []byte, dirs []string, max int64) (*os.F
 // completeTruncated handles a truncated result: the full output when the
 // artifact is valid, else the visible fragment with a warning.
 func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []int, textBytes int64) (Replacement, *Event, bool) {
-	text := bytesOf(req.Content[texts[0]].Text)
+	text := req.Content[texts[0]].bytes()
 	path, fragment, truncated := artifactPath(text, req.Details)
 	if !truncated {
 		return Replacement{}, nil, false

@@ -145,6 +145,9 @@ func limits(c Config) Limits { return Limits{MaxBytes: c.StoreMaxBytes, TTL: c.T
 // modified.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
+// stringOf views bytes that are never modified as a string, without copying.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // --- the tool-result boundary ---
 
 // ContentBlock is one block of a tool result as the extension sends it.
@@ -153,6 +156,18 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 type ContentBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text,omitempty"`
+	// Raw, when not nil, is the text as bytes (the engine host receives
+	// text as raw bytes after the JSON line); it is used instead of Text and
+	// never modified.
+	Raw []byte `json:"-"`
+}
+
+// bytes is the block's text.
+func (b ContentBlock) bytes() []byte {
+	if b.Raw != nil {
+		return b.Raw
+	}
+	return bytesOf(b.Text)
 }
 
 // ToolResultRequest is pi's tool_result event, plus what the extension
@@ -233,7 +248,7 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 	for i, b := range req.Content {
 		if b.Type == "text" {
 			texts = append(texts, i)
-			textBytes += int64(len(b.Text))
+			textBytes += int64(len(b.bytes()))
 		}
 	}
 	if !cfg.Enabled {
@@ -328,14 +343,14 @@ func (e *Engine) TurnStart(ctx context.Context, sessionID string, turnIndex int)
 
 func joinTexts(req ToolResultRequest, texts []int) []byte {
 	if len(texts) == 1 {
-		return bytesOf(req.Content[texts[0]].Text)
+		return req.Content[texts[0]].bytes()
 	}
 	var b bytes.Buffer
 	for i, t := range texts {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(req.Content[t].Text)
+		b.Write(req.Content[t].bytes())
 	}
 	return b.Bytes()
 }
@@ -413,7 +428,7 @@ func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textByt
 	var ent Entry
 	var dedup bool
 	if len(texts) == 1 {
-		ent, dedup, err = s.Put(bytesOf(req.Content[texts[0]].Text), meta, limits(cfg))
+		ent, dedup, err = s.Put(req.Content[texts[0]].bytes(), meta, limits(cfg))
 	} else {
 		meta.Kind = "textBlocks"
 		ent, dedup, err = s.PutStream(func(w io.Writer) error { return writeEnvelope(w, req, texts) }, meta, limits(cfg))
@@ -423,7 +438,7 @@ func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textByt
 	}
 	var data []byte
 	if len(texts) == 1 {
-		data = bytesOf(req.Content[texts[0]].Text) // the stored bytes, already in memory
+		data = req.Content[texts[0]].bytes() // the stored bytes, already in memory
 	}
 	return e.noticeFor(req, cfg, s, ent, data, dedup, textBytes, strategy, warning, note)
 }
@@ -450,7 +465,7 @@ func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entr
 		lines = 0
 		for _, b := range req.Content {
 			if b.Type == "text" {
-				lines += totalLines(bytesOf(b.Text))
+				lines += totalLines(b.bytes())
 			}
 		}
 	}
@@ -492,7 +507,7 @@ func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 		if _, err := fmt.Fprintf(w, `%s{"index":%d,"text":`, sep, i); err != nil {
 			return err
 		}
-		if err := writeJSONString(w, req.Content[i].Text); err != nil {
+		if err := writeJSONString(w, stringOf(req.Content[i].bytes())); err != nil {
 			return err
 		}
 		if _, err := io.WriteString(w, "}"); err != nil {
@@ -610,7 +625,7 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 // blocks themselves ("", or "unrecovered" when truncated).
 func (e *Engine) storeFullOutput(req ToolResultRequest, cfg Config, texts []int) (Entry, string, error) {
 	if len(texts) == 1 {
-		text := bytesOf(req.Content[texts[0]].Text)
+		text := req.Content[texts[0]].bytes()
 		if path, fragment, truncated := artifactPath(text, req.Details); truncated {
 			if f, size, err := openArtifact(path, fragment, e.artifactDirs, cfg.StoreMaxBytes); err == nil {
 				defer f.Close()
@@ -639,7 +654,7 @@ func (e *Engine) storeTexts(req ToolResultRequest, cfg Config, texts []int) (Ent
 	}
 	meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
 	if len(texts) == 1 {
-		ent, _, err := s.Put(bytesOf(req.Content[texts[0]].Text), meta, limits(cfg))
+		ent, _, err := s.Put(req.Content[texts[0]].bytes(), meta, limits(cfg))
 		return ent, err
 	}
 	meta.Kind = "textBlocks"
@@ -651,7 +666,7 @@ func (e *Engine) compactEdit(req ToolResultRequest, cfg Config, texts []int, tex
 	if len(texts) != 1 {
 		return Replacement{}, nil, false
 	}
-	text := bytesOf(req.Content[texts[0]].Text)
+	text := req.Content[texts[0]].bytes()
 	at := diffStart(text)
 	if at < 0 || len(text)-at < editDiffBytes {
 		return Replacement{}, nil, false

@@ -452,3 +452,22 @@ func TestErrorCompactionRecoversFullOutput(t *testing.T) {
 		t.Errorf("the handle holds %d bytes, want the %d of the full output (%v)", len(res.Text), len(full), err)
 	}
 }
+
+// Text given as raw bytes (as the engine host receives it) is stored the
+// same as text given as a string.
+func TestRawBlocksEqualTextBlocks(t *testing.T) {
+	ctx := context.Background()
+	a, b := buildLog(500), buildJSON(100)
+	for _, content := range [][2][]ContentBlock{
+		{text(a), {{Type: "text", Raw: []byte(a)}}},
+		{{{Type: "text", Text: a}, {Type: "image"}, {Type: "text", Text: b}}, {{Type: "text", Raw: []byte(a)}, {Type: "image"}, {Type: "text", Raw: []byte(b)}}},
+	} {
+		e1, _ := newTestEngine(t, "")
+		e2, _ := newTestEngine(t, "")
+		r1, _ := e1.ToolResult(ctx, tr("bash", content[0]))
+		r2, _ := e2.ToolResult(ctx, tr("bash", content[1]))
+		if r1.Action != "replace" || r1.Handle != r2.Handle || r1.Content[0].Text != r2.Content[0].Text {
+			t.Errorf("text: %s %s; raw: %s %s", r1.Action, r1.Handle, r2.Action, r2.Handle)
+		}
+	}
+}
