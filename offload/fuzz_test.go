@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -90,6 +91,10 @@ func FuzzReadQuery(f *testing.F) {
 		if len(text) > 1<<14 {
 			return
 		}
+		// A hang inside one read would stall the fuzzer silently: crash
+		// instead, so the input is reported.
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("readQuery hangs on %q, query %q", clip(text, 200), query)) })
+		defer watchdog.Stop()
 		args, _ := json.Marshal(map[string]any{"id": testID, "query": query, "regex": regex, "ignoreCase": fold,
 			"contextLines": int(ctx) % 5, "maxMatches": 1 + int(maxM)%8})
 		a, err := ParseReadArgs(args)
@@ -111,8 +116,8 @@ func FuzzReadQuery(f *testing.F) {
 			re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(query))
 		}
 		lines := strings.Split(text, "\n")
-		if strings.HasSuffix(text, "\n") {
-			lines = lines[:len(lines)-1]
+		if strings.HasSuffix(text, "\n") || text == "" {
+			lines = lines[:len(lines)-1] // an empty payload has no lines
 		}
 		for i, l := range lines {
 			var hit bool
