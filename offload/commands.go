@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -160,6 +161,9 @@ type StatusResult struct {
 
 func (e *Engine) storeFigures(cfg Config) StoreFigures {
 	sf := StoreFigures{MaxBytes: cfg.StoreMaxBytes, TTLMs: cfg.StoreTTLMs}
+	if _, err := os.Stat(e.storeDir); err != nil {
+		return sf // nothing stored yet: do not create the store to say so
+	}
 	s, err := e.openStore()
 	if err != nil {
 		return sf

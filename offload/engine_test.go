@@ -471,3 +471,15 @@ func TestRawBlocksEqualTextBlocks(t *testing.T) {
 		}
 	}
 }
+
+// Asking for status, settings or a trace creates nothing in the workspace.
+func TestQueriesCreateNothing(t *testing.T) {
+	e, ws := newTestEngine(t, "")
+	ctx := context.Background()
+	e.Status(ctx, StatusRequest{All: true})
+	e.Settings(ctx)
+	e.Trace(ctx, TraceRequest{All: true})
+	if _, err := os.Stat(filepath.Join(ws, ".pi")); !os.IsNotExist(err) {
+		t.Errorf("the workspace has .pi after status, settings and trace: %v", err)
+	}
+}
