@@ -38,6 +38,94 @@ func hasLocation(l []byte) bool {
 	return false
 }
 
+// keywordMachine finds keywords in one pass, ignoring ASCII case: an
+// Aho-Corasick automaton over the classes of bytes the keywords use.
+type keywordMachine struct {
+	class [256]uint8
+	next  [][]int32 // state x class -> state
+	score []int     // the best keyword score ending in each state
+}
+
+var diagMachine = newKeywordMachine()
+
+func newKeywordMachine() *keywordMachine {
+	m := &keywordMachine{}
+	nclass := 1 // class 0: every byte no keyword uses
+	for _, dw := range diagWords {
+		for i := 0; i < len(dw.w); i++ {
+			c := dw.w[i]
+			if m.class[c] == 0 {
+				m.class[c] = uint8(nclass)
+				if 'a' <= c && c <= 'z' {
+					m.class[c-'a'+'A'] = uint8(nclass)
+				}
+				nclass++
+			}
+		}
+	}
+	// The trie.
+	goTo := [][]int32{make([]int32, nclass)}
+	score := []int{0}
+	for _, dw := range diagWords {
+		st := 0
+		for i := 0; i < len(dw.w); i++ {
+			c := m.class[dw.w[i]]
+			if goTo[st][c] == 0 {
+				goTo = append(goTo, make([]int32, nclass))
+				score = append(score, 0)
+				goTo[st][c] = int32(len(goTo) - 1)
+			}
+			st = int(goTo[st][c])
+		}
+		score[st] = max(score[st], dw.score)
+	}
+	// Failure links, breadth first, folded into a full transition table.
+	fail := make([]int32, len(goTo))
+	queue := []int32{}
+	for c := 1; c < nclass; c++ {
+		if s := goTo[0][c]; s != 0 {
+			queue = append(queue, s)
+		}
+	}
+	for len(queue) > 0 {
+		st := queue[0]
+		queue = queue[1:]
+		score[st] = max(score[st], score[fail[st]])
+		for c := 0; c < nclass; c++ {
+			if s := goTo[st][c]; s != 0 && c != 0 {
+				fail[s] = goTo[fail[st]][c]
+				queue = append(queue, s)
+			} else {
+				goTo[st][c] = goTo[fail[st]][c]
+			}
+		}
+	}
+	m.next, m.score = goTo, score
+	return m
+}
+
+// scan calls f with each line holding a keyword and the best score of its
+// keywords; f returns false to stop.
+func (m *keywordMachine) scan(text []byte, f func(start, end, score int) bool) {
+	st, lineStart, best := int32(0), 0, 0
+	for i, c := range text {
+		if c == '\n' {
+			if best > 0 && !f(lineStart, i, best) {
+				return
+			}
+			st, lineStart, best = 0, i+1, 0
+			continue
+		}
+		st = m.next[st][m.class[c]]
+		if sc := m.score[st]; sc > best {
+			best = sc
+		}
+	}
+	if best > 0 {
+		f(lineStart, len(text), best)
+	}
+}
+
 // diagnosticWord is the strongest diagnostic word of the picked lines, for
 // the query that finds the others like them.
 func diagnosticWord(text []byte, picked []scoredLine) string {
@@ -68,12 +156,11 @@ func diagnosticWord(text []byte, picked []scoredLine) string {
 }
 
 func asciiLowerInto(dst, src []byte) []byte {
-	dst = append(dst[:0], src...)
-	for i, c := range dst {
-		if 'A' <= c && c <= 'Z' {
-			dst[i] = c + 'a' - 'A'
-		}
+	if cap(dst) < len(src) {
+		dst = make([]byte, len(src))
 	}
+	dst = dst[:len(src)]
+	lowerASCII(dst, src)
 	return dst
 }
 
@@ -89,45 +176,20 @@ type scoredLine struct {
 // are found with one lowercase pass over windows of the text, so the cost
 // stays near a memory scan whatever the size.
 func usefulLines(text []byte, budget int) []scoredLine {
-	const headLines, tailLines, perWord = 2, 4, 2048
+	const headLines, tailLines, perScore = 2, 4, 2048
 	type cand struct{ start, end, score int }
+	var found []cand
+	perTier := map[int]int{}
+	diagMachine.scan(text, func(start, end, score int) bool {
+		if perTier[score] < perScore {
+			perTier[score]++
+			found = append(found, cand{start, end, score})
+		}
+		return true
+	})
 	byStart := map[int]*cand{}
-	perWordHits := make([]int, len(diagWords))
-	maxLen := 0
-	for _, dw := range diagWords {
-		maxLen = max(maxLen, len(dw.w))
-	}
-	lower := make([]byte, 0, min(len(text), foldWindow))
-	for ws := 0; ws < len(text); {
-		we := min(ws+foldWindow, len(text))
-		safe := we
-		if we < len(text) {
-			safe = we - maxLen + 1
-		}
-		lower = asciiLowerInto(lower, text[ws:we])
-		for k, dw := range diagWords {
-			w := []byte(dw.w)
-			for pos := 0; perWordHits[k] < perWord; {
-				i := bytes.Index(lower[pos:], w)
-				if i < 0 || ws+pos+i >= safe {
-					break
-				}
-				at := ws + pos + i
-				s, e := lineBounds(text, at)
-				c, ok := byStart[s]
-				if !ok {
-					c = &cand{start: s, end: e}
-					byStart[s] = c
-				}
-				c.score = max(c.score, dw.score)
-				perWordHits[k]++
-				pos = e - ws + 1 // on to the next line
-				if pos >= len(lower) {
-					break
-				}
-			}
-		}
-		ws = safe
+	for i := range found {
+		byStart[found[i].start] = &found[i]
 	}
 	// Head and tail lines.
 	var fixed []scoredLine

@@ -2,6 +2,7 @@ package offload
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -71,13 +72,66 @@ func newLiteralMatcher(terms []string, fold bool) *literalMatcher {
 
 func asciiLower(b []byte) []byte {
 	out := make([]byte, len(b))
-	for i, c := range b {
+	lowerASCII(out, b)
+	return out
+}
+
+// lowerASCII writes src with ASCII letters lowercased to dst (as long as
+// src), eight bytes at a time: a byte gets 0x20 added when it lies in
+// 'A'..'Z', found with carry-free additions on its low seven bits.
+func lowerASCII(dst, src []byte) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		x := binary.LittleEndian.Uint64(src[i:])
+		low := x &^ highs
+		geA := low + (0x80-'A')*ones     // high bit: byte >= 'A'
+		gtZ := low + (0x80-'Z'-1)*ones   // high bit: byte > 'Z'
+		upper := geA &^ gtZ &^ x & highs // and the byte itself below 0x80
+		binary.LittleEndian.PutUint64(dst[i:], x|upper>>2)
+	}
+	for ; i < len(src); i++ {
+		c := src[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		out[i] = c
+		dst[i] = c
 	}
-	return out
+}
+
+// foldLineCounts counts, for each word (lowercase ASCII), the lines that
+// contain it ignoring ASCII case, in one lowercase pass over windows.
+func foldLineCounts(data []byte, words []string) []int {
+	counts := make([]int, len(words))
+	lastLine := make([]int, len(words)) // end of the last line counted, +1
+	maxLen := 1
+	for _, w := range words {
+		maxLen = max(maxLen, len(w))
+	}
+	lower := make([]byte, min(len(data), foldWindow))
+	for ws := 0; ws < len(data); {
+		we := min(ws+foldWindow, len(data))
+		safe := we
+		if we < len(data) {
+			safe = we - maxLen + 1
+		}
+		win := lower[:we-ws]
+		lowerASCII(win, data[ws:we])
+		for k, w := range words {
+			for pos := max(lastLine[k]-ws, 0); pos < len(win); {
+				i := bytes.Index(win[pos:], []byte(w))
+				if i < 0 || ws+pos+i >= safe {
+					break
+				}
+				_, e := lineBounds(data, ws+pos+i)
+				counts[k]++
+				lastLine[k] = e + 1
+				pos = e + 1 - ws
+			}
+		}
+		ws = safe
+	}
+	return counts
 }
 
 // first returns the first occurrence of any term at or after from, or -1.
@@ -141,12 +195,7 @@ func (m *literalMatcher) fill(data []byte, from int) {
 		m.lower = make([]byte, 0, end-from)
 	}
 	m.lower = m.lower[:end-from]
-	for i, c := range data[from:end] {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		m.lower[i] = c
-	}
+	lowerASCII(m.lower, data[from:end])
 	m.winStart, m.winEnd, m.winValid = from, end, true
 	m.safeEnd = end
 	if end < len(data) {

@@ -412,3 +412,30 @@ func TestFoldMultiTermAcrossWindows(t *testing.T) {
 		t.Errorf("countMatches = %d, want %d", got, want)
 	}
 }
+
+func TestLowerASCIIAndFoldCounts(t *testing.T) {
+	var all []byte
+	for c := 0; c < 256; c++ {
+		all = append(all, byte(c))
+	}
+	all = append(all, "Hello WORLD ÄÖ @[`{ zZaA"...)
+	for off := 0; off < 9; off++ {
+		src := all[off:]
+		got := make([]byte, len(src))
+		lowerASCII(got, src)
+		for i, c := range src {
+			want := c
+			if 'A' <= c && c <= 'Z' {
+				want = c + 32
+			}
+			if got[i] != want {
+				t.Fatalf("lowerASCII(%#x) = %#x, want %#x", c, got[i], want)
+			}
+		}
+	}
+	data := []byte(strings.Repeat("an Error here, another ERROR\nfine\nFAILED and warned\n", 50000)) // > foldWindow
+	got := foldLineCounts(data, []string{"error", "warn", "fail", "absent"})
+	if diff := cmp.Diff([]int{50000, 50000, 50000, 0}, got); diff != "" {
+		t.Errorf("foldLineCounts (-want +got):\n%s", diff)
+	}
+}

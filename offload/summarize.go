@@ -206,10 +206,10 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 func textSummary(b *strings.Builder, d []byte, maxBytes int) {
 	fmt.Fprintf(b, "Text, %d bytes, %d lines.\n", len(d), totalLines(d))
 	var counts []string
-	for _, w := range []string{"error", "warn", "fail"} {
-		m := newLiteralMatcher([]string{w}, true)
-		if n := countMatches(m, d, 0); n > 0 {
-			counts = append(counts, fmt.Sprintf("%q %d", w, n))
+	words := []string{"error", "warn", "fail"}
+	for i, n := range foldLineCounts(d, words) {
+		if n > 0 {
+			counts = append(counts, fmt.Sprintf("%q %d", words[i], n))
 		}
 	}
 	if len(counts) > 0 {
