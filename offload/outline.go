@@ -30,10 +30,15 @@ type Outline struct {
 const maxParts = 100_000
 
 // grepPath returns the path of a "path:line:text" (or "path:line-text")
-// line.
+// line. Line numbers start at 1, so "10:00:00" (a time of day in a log
+// line) is not one; a path of digits alone is a number, and one that
+// starts like a date (2026-11-30T10) is a log line's timestamp.
 func grepPath(line []byte) (string, bool) {
 	i := bytes.IndexByte(line, ':')
 	if i <= 0 || i > 300 || line[0] == ' ' || line[0] == '\t' {
+		return "", false
+	}
+	if i+1 < len(line) && line[i+1] == '0' || isDigits(line[:i]) || i >= 5 && isDigits(line[:4]) && line[4] == '-' {
 		return "", false
 	}
 	j := i + 1
@@ -48,6 +53,15 @@ func grepPath(line []byte) (string, bool) {
 		return "", false
 	}
 	return string(path), true
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // looksLikeGrep samples the first lines of data.
