@@ -18,7 +18,7 @@ import (
 	"github.com/pi-session/pi-session/atomicfile"
 )
 
-//go:embed package.json pi-session/*.ts
+//go:embed package.json pi-session/*.ts skills
 var files embed.FS
 
 // Files returns the package's files by slash-separated path relative to

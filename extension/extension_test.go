@@ -90,7 +90,7 @@ func TestManifest(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	want := []string{"package.json", "pi-session/blocks.ts", "pi-session/client.ts", "pi-session/frames.ts", "pi-session/index.ts", "pi-session/role.ts", "pi-session/serve.ts", "pi-session/version.ts"}
+	want := []string{"package.json", "pi-session/blocks.ts", "pi-session/client.ts", "pi-session/frames.ts", "pi-session/index.ts", "pi-session/offload.ts", "pi-session/role.ts", "pi-session/serve.ts", "pi-session/version.ts", "skills/context-handles/SKILL.md"}
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("embedded files (-want +got):\n%s", d)
 	}

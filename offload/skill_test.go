@@ -11,7 +11,7 @@ import (
 // description of at most 1024 characters, then instructions; and the tool
 // arguments it teaches are the ones ctx_read accepts.
 func TestSkillFile(t *testing.T) {
-	data, err := os.ReadFile("skill/SKILL.md")
+	data, err := os.ReadFile("../extension/skills/context-handles/SKILL.md") // shipped in the extension package
 	if err != nil {
 		t.Fatal(err)
 	}

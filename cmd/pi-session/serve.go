@@ -63,7 +63,9 @@ func cmdServe(ctx context.Context, inv *invocation) int {
 	if err := watchPID(*pid, func() { cancel(fmt.Errorf("process %d exited", *pid)) }); err != nil {
 		return inv.errorf(exitOSErr, "serve: %v", err)
 	}
-	h, err := startHost(inv, hostSpec{mode: "serve"})
+	offloads := newOffloadEngines()
+	defer offloads.close()
+	h, err := startHost(inv, hostSpec{mode: "serve", engines: []hooks.Engine{offloads.engine()}})
 	if err != nil {
 		return inv.errorf(exitOSErr, "serve: %v", err)
 	}

@@ -51,7 +51,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	// engines.
 	relauncher := &supervisor.Relauncher{}
 	var hostEnv []string
-	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker, engines: []hooks.Engine{relauncher.Engine()}})
+	offloads := newOffloadEngines()
+	defer offloads.close()
+	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker,
+		engines: []hooks.Engine{relauncher.Engine(), offloads.engine()}})
 	if err != nil {
 		sup.Notice("engine host unavailable, pi runs without pi-session's engines: %v", err)
 	} else {

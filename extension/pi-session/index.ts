@@ -8,6 +8,7 @@ import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
 import { packBlocks, unpackBlocks, type Block } from "./blocks.ts";
 import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
+import { registerOffload, type Call } from "./offload.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -79,6 +80,11 @@ export default function (pi: ExtensionAPI) {
 		}
 	};
 
+	// call is client.call for modules that register tools and commands.
+	const call: Call = (method, params, o) =>
+		client ? client.call(method, params, o) : Promise.reject(new EngineError(Code.Unavailable, "no session yet"));
+	let turnIndex = 0;
+
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		const sm = c.sessionManager;
@@ -115,20 +121,41 @@ export default function (pi: ExtensionAPI) {
 		releaseRole(token);
 	});
 
+	// turn_start goes to the engines that asked for it (the offload engine
+	// resets its per-turn budget); nothing waits for them.
+	pi.on("turn_start", (event) => {
+		turnIndex = event.turnIndex;
+		for (const method of client?.info?.hooks?.["turn_start"] ?? []) void ask(method, { turnIndex });
+	});
+
 	// tool_result goes to the engines that asked for it in hello; each may
-	// return a patch. Any failure leaves the original result.
+	// return a patch. Any failure leaves the original result. The text
+	// travels as bulk bytes; the deadline grows with its size.
 	pi.on("tool_result", async (event, c) => {
 		ctx = c;
+		await client?.ready(3000); // a first result may come before hello completes (print mode)
 		const methods = client?.info?.hooks?.["tool_result"];
 		if (!methods || methods.length === 0) return undefined;
 		let content = event.content as Block[];
 		let details = event.details;
 		let isError = event.isError;
 		let changed = false;
+		const ctxReadActive = pi.getActiveTools().includes("ctx_read");
 		for (const method of methods) {
 			const { blocks, bulk } = packBlocks(content);
-			const params = { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, content: blocks, details, isError };
-			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean }>(method, params, { bulk, signal: c.signal });
+			const params = {
+				toolName: event.toolName,
+				toolCallId: event.toolCallId,
+				parentToolCallId: event.parentToolCallId,
+				input: event.input,
+				content: blocks,
+				details,
+				isError,
+				turnIndex,
+				ctxReadActive,
+			};
+			const timeoutMs = 5000 + Math.ceil(bulk.length / (8 << 20)) * 1000;
+			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean }>(method, params, { bulk, signal: c.signal, timeoutMs });
 			const patch = answer?.result;
 			if (!patch) continue;
 			try {
@@ -143,6 +170,8 @@ export default function (pi: ExtensionAPI) {
 		}
 		return changed ? { content: content as any, details, isError } : undefined;
 	});
+
+	registerOffload(pi, call);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;

@@ -7,7 +7,9 @@
 //                  step: {"text": "..."}                       answer with text
 //                        {"tool": "name", "args": {...}}       call one tool
 //                        {"tools": [{"tool","args"}, ...]}     call tools in parallel
-//                  Text may use ${lastUser} and ${lastToolResult}.
+//                  Text and tool arguments may use ${lastUser},
+//                  ${lastToolResult} and ${lastHandle} (the last ce_ handle
+//                  a tool result or user message mentioned).
 //                  The n-th request (counted across processes through
 //                  FAUX_LOG, so a scenario spans relaunches) gets step n;
 //                  after the last step, "repeat" starts over, otherwise the
@@ -121,12 +123,24 @@ export default function (pi: ExtensionAPI) {
 		let step: Step | undefined;
 		if (n < steps.length) step = steps[n];
 		else if (scenario.repeat && steps.length > 0) step = steps[n % steps.length];
+		const handle = () => {
+			for (let i = messages.length - 1; i >= 0; i--) {
+				const m = /ce_[0-9a-f]{8,}/.exec(textOf(messages[i].content));
+				if (m) return m[0];
+			}
+			return "";
+		};
 		const subst = (s: string) =>
-			s.replaceAll("${lastUser}", last(messages, "user")).replaceAll("${lastToolResult}", last(messages, "toolResult"));
+			s
+				.replaceAll("${lastUser}", last(messages, "user"))
+				.replaceAll("${lastToolResult}", last(messages, "toolResult"))
+				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "");
+		const substArgs = (v: unknown): unknown =>
+			typeof v === "string" ? subst(v) : Array.isArray(v) ? v.map(substArgs) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substArgs(x)])) : v;
 		if (step?.tools || step?.tool) {
 			const calls = step.tools ?? [{ tool: step.tool!, args: step.args }];
 			return fauxAssistantMessage(
-				calls.map((c) => fauxToolCall(c.tool, c.args ?? {})),
+				calls.map((c) => fauxToolCall(c.tool, substArgs(c.args ?? {}) as Record<string, unknown>)),
 				{ stopReason: "toolUse" },
 			);
 		}

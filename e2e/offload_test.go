@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-session/pi-session/offload"
+	"github.com/pi-session/pi-session/pitest"
+)
+
+// buildLog writes a ~2 MB build log with an ERROR line every 997 lines.
+func buildLog(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	for i := 0; b.Len() < 2<<20; i++ {
+		level := "INFO"
+		if i%997 == 0 {
+			level = "ERROR"
+		}
+		fmt.Fprintf(&b, "step %06d %s compiling module_%d with -O2 -Wall: ok\n", i, level, i%300)
+	}
+	p := filepath.Join(dir, "build.log")
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, b.Bytes()
+}
+
+func lastToolResult(t *testing.T, r pitest.Request) string {
+	t.Helper()
+	msgs := r.Decoded()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "toolResult" {
+			return msgs[i].Text()
+		}
+	}
+	t.Fatalf("request %d has no tool result", r.N)
+	return ""
+}
+
+var handleRE = regexp.MustCompile(`ce_[0-9a-f]{24}`)
+
+// TestOffloadEndToEnd: a tool returns 2 MB of log; the model's next request
+// holds the notice, not the log; the model reads the ERROR lines back with
+// ctx_read; /ce status reports the saving; the store holds the exact bytes.
+func TestOffloadEndToEnd(t *testing.T) {
+	e := pitest.NewEnv(t)
+	path, data := buildLog(t, e.Work)
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"tool": "ctx_read", "args": map[string]any{"id": "${lastHandle}", "query": "ERROR", "contextLines": 0}},
+		{"text": "found them"},
+	}})
+	args := append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "what failed in the build?")
+	out, err := e.Command(pitest.Binary(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
+	}
+
+	notice := lastToolResult(t, reqs[1])
+	handle := handleRE.FindString(notice)
+	if handle == "" || !strings.Contains(notice, "stored as "+handle) || len(notice) > 16384 {
+		t.Fatalf("the model saw %d bytes without a notice for the 2 MB result:\n%.2000s", len(notice), notice)
+	}
+	if strings.Contains(notice, "step 010000") {
+		t.Errorf("the notice carries the middle of the log:\n%s", notice)
+	}
+	if !strings.Contains(notice, `ctx_read({"id":"`+handle+`"`) {
+		t.Errorf("the notice has no copyable ctx_read call:\n%s", notice)
+	}
+
+	read := lastToolResult(t, reqs[2])
+	wantErrors := bytes.Count(data, []byte(" ERROR "))
+	if !strings.Contains(read, fmt.Sprintf("of %d", wantErrors)) || !strings.Contains(read, "step 000997 ERROR") {
+		t.Errorf("ctx_read's answer lacks the ERROR lines or their total %d:\n%.3000s", wantErrors, read)
+	}
+	if strings.Contains(read, " INFO ") {
+		t.Errorf("ctx_read with contextLines 0 returned non-matching lines:\n%.2000s", read)
+	}
+
+	// Nothing is lost: the store holds the exact original.
+	store, err := offload.OpenStore(filepath.Join(e.Work, ".pi", "context-store"), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	blob, err := store.Open(handle, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(blob.Data, data) {
+		t.Errorf("stored payload differs from the tool's output (%d vs %d bytes)", len(blob.Data), len(data))
+	}
+	blob.Close()
+
+	out, err = e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "/ce status --all")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("/ce status: %v\n%s", err, out)
+	}
+	status := string(out)
+	for _, want := range []string{"Offloaded results: 1", "1 of 1 offloaded handles later read"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/ce status --all lacks %q:\n%s", want, status)
+		}
+	}
+	if m := regexp.MustCompile(`mainTokensPrevented (\d+)`).FindStringSubmatch(status); m == nil || m[1] == "0" {
+		t.Errorf("/ce status reports no prevented tokens:\n%s", status)
+	}
+}
+
+// TestOffloadEngineDown: with the engine unreachable, the large result
+// reaches the model unchanged, and ctx_read says why it cannot read.
+func TestOffloadEngineDown(t *testing.T) {
+	e := pitest.NewEnv(t)
+	path, data := buildLog(t, e.Work)
+	e.Set("PI_SESSION_SOCKET", filepath.Join(e.Work, "no-engine.sock"))
+	e.Set("FAUX_CONTEXT_WINDOW", "4000000") // 2 MB inline must not make pi compact
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"tool": "ctx_read", "args": map[string]any{"id": "ce_000000000000000000000000", "query": "ERROR"}},
+		{"text": "done"},
+	}})
+	pi := filepath.Join(pitest.ToolsBin(t), "pi")
+	args := append(e.PiArgs("extension", "testdata/pi/test-tools.ts"), "-p", "build?")
+	out, err := e.Command(pi, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
+	}
+	if got := lastToolResult(t, reqs[1]); got != string(data) {
+		t.Errorf("with the engine down the model saw %d bytes, want the original %d", len(got), len(data))
+	}
+	if got := lastToolResult(t, reqs[2]); !strings.Contains(got, "engine is unreachable") {
+		t.Errorf("ctx_read with the engine down answered %q, want the reason", got)
+	}
+	if n := strings.Count(string(out), "engine unreachable"); n != 1 {
+		t.Errorf("outage notices = %d, want 1:\n%s", n, out)
+	}
+}
