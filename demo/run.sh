@@ -22,9 +22,12 @@ if [ -t 0 ] && [ -t 1 ]; then
   cat <<TXT
 pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   1. Type anything and press Enter: the scripted model answers.
-  2. Type /handoff finish the demo  and press Enter: pi writes a handoff and exits;
-     pi-session relaunches a fresh pi in this terminal that continues from it.
-  3. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
+  2. Type  show me the build log : pi's bash prints 1.6 MB; the offload engine keeps it
+     out of the model's context behind a handle, and the model reads back only the
+     ERROR lines with ctx_read. Then /ce status shows what that saved.
+  3. Type  /handoff finish the demo : pi writes a handoff and exits; pi-session
+     relaunches a fresh pi in this terminal that continues from it.
+  4. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
 Files of this run: $dir
 Press Enter to start.
 TXT
@@ -34,6 +37,13 @@ fi
 
 # Not at a terminal (CI, a pipe): the same story in print mode.
 echo "pi-session demo (print mode; run 'make demo' in a terminal for the TUI)"
+echo
+echo "\$ pi-session --model demo/scripted -p 'show me the build log'"
+"$root/bin/pi-session" "${args[@]}" -p "show me the build log"
+echo
+echo "\$ pi-session --model demo/scripted -p '/ce status --all'"
+"$root/bin/pi-session" "${args[@]}" -p "/ce status --all" 2>&1
+echo
 echo "\$ pi-session --model demo/scripted -p '/handoff finish the demo'"
 "$root/bin/pi-session" "${args[@]}" -p "/handoff finish the demo"
 echo

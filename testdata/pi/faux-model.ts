@@ -74,6 +74,42 @@ function logRequest(n: number, messages: any[]) {
 	fs.appendFileSync(log, JSON.stringify({ n, pid: process.pid, messages, tools }) + "\n", { mode: 0o600 });
 }
 
+// The demo's build log: about 1.6 MB with a few ERROR lines, from pi's own
+// bash tool.
+const DEMO_LOG_COMMAND =
+	"awk 'BEGIN{for(i=1;i<=20000;i++){printf \"build step %05d: compiling module_%d with -O2 -Wall ... ok\\n\", i, i%300; if(i%4999==0) printf \"build step %05d: ERROR linker: undefined reference to symbol_%d\\n\", i, i}}'";
+
+// demoStep is the demo's model: friendly answers, a handoff that continues
+// in a fresh process, and a large build log that the offload engine keeps
+// out of context and the model reads back with ctx_read.
+function demoStep(messages: any[]) {
+	const lastMsg = messages[messages.length - 1];
+	if (lastMsg?.role === "toolResult") {
+		const text = textOf(lastMsg.content);
+		const handle = /ce_[0-9a-f]{8,}/.exec(text)?.[0];
+		if (lastMsg.toolName === "bash" && handle) {
+			return fauxAssistantMessage([fauxToolCall("ctx_read", { id: handle, query: "ERROR" })], { stopReason: "toolUse" });
+		}
+		if (lastMsg.toolName === "ctx_read") {
+			const found = text.split("\n").filter((l: string) => /^\d+:/.test(l)).slice(0, 6);
+			return fauxAssistantMessage(
+				[
+					`The build log never entered my context: pi-session's offload engine stored it exactly and gave me the handle ${handle ?? "(see above)"} with an outline.`,
+					"I read back only what matters with ctx_read (query \"ERROR\"):",
+					...found.map((l: string) => "  " + l),
+					"Try /ce status to see what that saved.",
+				].join("\n"),
+			);
+		}
+		return fauxAssistantMessage(`The tool returned ${text.length} characters inline (the offload engine keeps results under 16 KB as they are).`);
+	}
+	const user = last(messages, "user");
+	if (/\blog\b/i.test(user) && !/^continue from /.test(user.trim())) {
+		return fauxAssistantMessage([fauxToolCall("bash", { command: DEMO_LOG_COMMAND })], { stopReason: "toolUse" });
+	}
+	return fauxAssistantMessage(demoAnswer(user));
+}
+
 function demoAnswer(user: string): string {
 	const m = /^continue from (\S+)/.exec(user.trim());
 	if (m) {
@@ -95,6 +131,7 @@ function demoAnswer(user: string): string {
 	return [
 		`(scripted demo model, offline) You said: "${user.trim()}".`,
 		"pi is running under pi-session: a PTY it owns, your keys and window size passed through.",
+		"Type \"show me the build log\" to see a 1.6 MB tool result kept out of context and read back by handle.",
 		"Type /handoff to write a handoff and watch pi-session relaunch pi into a fresh process that continues from it; /quit leaves.",
 	].join("\n\n");
 }
@@ -145,7 +182,7 @@ export default function (pi: ExtensionAPI) {
 			);
 		}
 		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text));
-		if (scenario.fallback === "demo") return fauxAssistantMessage(demoAnswer(last(messages, "user")));
+		if (scenario.fallback === "demo") return demoStep(messages);
 		return fauxAssistantMessage("faux: " + last(messages, "user"));
 	};
 	faux.setResponses([respond]);
