@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/pi-session/pi-session/offload"
 	"github.com/pi-session/pi-session/pitest"
 )
 
@@ -202,4 +205,62 @@ func rssMiB(b *testing.B, pid int) float64 {
 	}
 	b.Fatalf("no VmRSS for %d", pid)
 	return 0
+}
+
+// BenchmarkToolResultHook16MB: what pi-session's tool_result hook costs
+// through real pi for a 16 MiB result, split into the offload engine's own
+// work (the same call in process, measured in the same run) and the rest:
+// moving the bytes from pi into the engine and the notice back.
+func BenchmarkToolResultHook16MB(b *testing.B) {
+	bin := pitest.Binary(b)
+	var hooks, engines []float64
+	for i := 0; i < b.N; i++ {
+		e := pitest.NewEnv(b)
+		var buf bytes.Buffer
+		for n := 0; buf.Len() < 16<<20; n++ {
+			fmt.Fprintf(&buf, "step %07d INFO compiling module_%d with -O2 -Wall: ok\n", n, n%300)
+		}
+		data := buf.Bytes()[:16<<20]
+		file := filepath.Join(e.Work, "big.log")
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		timing := filepath.Join(e.Work, "timing.jsonl")
+		e.Set("TOOL_TIMING", timing)
+		e.Set("FAUX_CONTEXT_WINDOW", "100000000")
+		e.Scenario(map[string]any{"steps": []map[string]any{
+			{"tool": "dump_file", "args": map[string]any{"path": file}},
+			{"text": "ok"},
+		}})
+		out, err := e.Command(bin, append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "go")...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("pi-session: %v\n%s", err, out)
+		}
+		var rec struct{ HookMs float64 }
+		line, _ := os.ReadFile(timing)
+		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil {
+			b.Fatalf("timing %q: %v", line, err)
+		}
+		hooks = append(hooks, rec.HookMs)
+
+		eng, err := offload.New(offload.Options{Workspace: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		rep, err := eng.ToolResult(context.Background(), offload.ToolResultRequest{
+			SessionID: "bench", ToolName: "dump_file", ToolCallID: "c1", CtxReadActive: true,
+			Content: []offload.ContentBlock{{Type: "text", Raw: data}},
+		})
+		engines = append(engines, float64(time.Since(start).Microseconds())/1000)
+		eng.Close()
+		if err != nil || rep.Action != "replace" {
+			b.Fatalf("engine kept the result: %+v %v", rep, err)
+		}
+	}
+	hook, engine := medianF(hooks), medianF(engines)
+	b.ReportMetric(hook, "hook-ms")
+	b.ReportMetric(engine, "engine-ms")
+	b.ReportMetric(hook-engine, "transfer-ms")
+	b.ReportMetric((hook-engine)/engine, "transfer/engine")
 }

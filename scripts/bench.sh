@@ -17,4 +17,6 @@ run "status: pruning pass over 100k records, listing 10k" ./status '.' 20x
 run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo" ./hooks '^BenchmarkRoundTrip$' 1x
 run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
 run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
+run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
+run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
