@@ -512,7 +512,7 @@ func TestListenStaleAndLive(t *testing.T) {
 // the host must refuse it before any method runs.
 func TestPeerUIDRefused(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Fatalf("this test switches to uid 65534 and needs root (uid %d)", os.Getuid())
+		t.Skipf("connecting as another user needs root (uid %d); TestPeerUIDMismatch covers the refusal", os.Getuid())
 	}
 	dir := shortTempDir(t)
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -546,6 +546,32 @@ func TestPeerUIDRefused(t *testing.T) {
 		t.Errorf("the other user's connection was not refused:\n%s", out)
 	}
 	if !strings.Contains(logs.String(), `"peerUid":65534`) {
+		t.Errorf("refusal not logged:\n%s", logs)
+	}
+}
+
+// TestPeerUIDMismatch checks the refusal path without privileges: a host
+// that belongs to another uid refuses this process's connection.
+func TestPeerUIDMismatch(t *testing.T) {
+	logs := &logBuffer{}
+	h, err := Listen(Config{Path: filepath.Join(shortTempDir(t), "h.sock"), Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.uid = os.Getuid() + 1 // before Serve: the host now belongs to someone else
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(context.Background()) }()
+	defer func() {
+		h.Close()
+		<-done
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = Dial(ctx, h.Path(), Hello{Client: "intruder"})
+	if err == nil || codeOf(err) != CodeRefused {
+		t.Fatalf("Dial to another uid's host = %v, want code %d", err, CodeRefused)
+	}
+	if !strings.Contains(logs.String(), fmt.Sprintf(`"peerUid":%d`, os.Getuid())) {
 		t.Errorf("refusal not logged:\n%s", logs)
 	}
 }
