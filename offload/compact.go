@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // --- error compaction ---
@@ -46,7 +47,9 @@ type keywordMachine struct {
 	score []int     // the best keyword score ending in each state
 }
 
-var diagMachine = newKeywordMachine()
+// diagMachine is built on first use: every pi-session start would pay for
+// it otherwise.
+var diagMachine = sync.OnceValue(newKeywordMachine)
 
 func newKeywordMachine() *keywordMachine {
 	m := &keywordMachine{}
@@ -180,7 +183,7 @@ func usefulLines(text []byte, budget int) []scoredLine {
 	type cand struct{ start, end, score int }
 	var found []cand
 	perTier := map[int]int{}
-	diagMachine.scan(text, func(start, end, score int) bool {
+	diagMachine().scan(text, func(start, end, score int) bool {
 		if perTier[score] < perScore {
 			perTier[score]++
 			found = append(found, cand{start, end, score})

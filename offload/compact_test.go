@@ -35,7 +35,7 @@ func TestKeywordMachine(t *testing.T) {
 	}
 	got = make([]int, len(lines))
 	n, pos := 0, 0
-	diagMachine.scan([]byte(text), func(start, end, score int) bool {
+	diagMachine().scan([]byte(text), func(start, end, score int) bool {
 		for pos < start {
 			if text[pos] == '\n' {
 				n++
