@@ -84,7 +84,7 @@ func BenchmarkPassthrough(b *testing.B) {
 	mbps := func(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
 	for i := 0; i < b.N; i++ {
 		c := exec.Command(bin, file)
-		c.Env = benchEnv(b, "PI_SESSION_PI="+cat)
+		c.Env = benchEnv(b, "PI_SESSION_PI="+cat, "PI_SESSION_EXTENSION=off") // cat must not get -e
 		ps = append(ps, mbps(onPTY(b, c)))
 		sc = append(sc, mbps(onPTY(b, exec.Command("script", "-qfc", cat+" "+file, "/dev/null"))))
 		direct = append(direct, mbps(onPTY(b, exec.Command(cat, file))))
@@ -171,7 +171,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		c := exec.Command(bin, "2")
-		c.Env = benchEnv(b, "PI_SESSION_PI="+sleep)
+		c.Env = benchEnv(b, "PI_SESSION_PI="+sleep, "PI_SESSION_EXTENSION=off") // sleep must not get -e
 		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 		if err := c.Start(); err != nil {
