@@ -133,16 +133,9 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	}
 	per := max((budget-b.Len())/len(o.Parts)-60, 80)
 	var stopAt int64 = -1
-	largest, largestSize := o.Parts[0], int64(-1)
+	largest := o.largest()
 	for i, p := range o.Parts {
-		// A part's own text runs to the next heading, whatever its level.
-		own := p.End
-		if i+1 < len(o.Parts) {
-			own = min(own, o.Parts[i+1].Start)
-		}
-		if own-p.Start > largestSize {
-			largest, largestSize = p, own-p.Start
-		}
+		own := o.ownEnd(i)
 		heading := data[p.Start:lineEnd(data, int(p.Start))]
 		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", clip(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
 		pos, shown, used := int(p.Body), 0, 0
@@ -170,6 +163,26 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
 }
 
+// ownEnd is where part i's own text ends: at the next heading, whatever
+// its level, or at the part's end.
+func (o Outline) ownEnd(i int) int64 {
+	if i+1 < len(o.Parts) {
+		return min(o.Parts[i].End, o.Parts[i+1].Start)
+	}
+	return o.Parts[i].End
+}
+
+// largest is the part with the most text of its own (the first of equals).
+func (o Outline) largest() Part {
+	best, size := o.Parts[0], int64(-1)
+	for i, p := range o.Parts {
+		if own := o.ownEnd(i) - p.Start; own > size {
+			best, size = p, own
+		}
+	}
+	return best
+}
+
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -177,16 +190,9 @@ func jsonString(s string) string {
 
 func outlinePreview(data []byte, o Outline, budget int) preview {
 	var b strings.Builder
-	largest, largestSize := o.Parts[0], int64(-1)
+	largest := o.largest()
 	total := 0
-	for i, p := range o.Parts {
-		own := p.End
-		if i+1 < len(o.Parts) {
-			own = min(own, o.Parts[i+1].Start)
-		}
-		if own-p.Start > largestSize {
-			largest, largestSize = p, own-p.Start
-		}
+	for _, p := range o.Parts {
 		total += p.Lines
 	}
 	more := ""

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"strings"
-	"time"
 )
 
 // version is set at build time by the Makefile (-ldflags -X main.version=...).
@@ -39,28 +36,11 @@ func cmdVersion(ctx context.Context, inv *invocation) int {
 		errors.As(err, &pe)
 		return pe.code
 	}
-	v, err := piVersion(ctx, pi, inv.env.List())
+	v, err := versionOf(ctx, inv.env, pi)
 	if err != nil {
 		fmt.Fprintf(inv.stdout, "pi: %s (version unknown: %v)\n", pi, err)
 		return 0
 	}
 	fmt.Fprintf(inv.stdout, "pi: %s (%s)\n", pi, v)
 	return 0
-}
-
-// piVersion runs `pi --version`.
-func piVersion(ctx context.Context, pi string, env []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, pi, "--version")
-	cmd.Env = env
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
-		}
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
 }
