@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -28,12 +27,10 @@ touched.
 
 // cmdPrune runs a pruning pass over the status records.
 func cmdPrune(ctx context.Context, inv *invocation) int {
-	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("prune")
 	dryRun := fs.Bool("dry-run", false, "")
 	throttle := fs.Bool("throttle", false, "")
-	verbose := fs.Bool("verbose", false, "")
-	fs.BoolVar(verbose, "v", false, "")
+	verbose := fs.BoolP("verbose", "v", false, "")
 	asJSON := fs.Bool("json", false, "")
 	budget := fs.Duration("budget", status.DefaultBudget, "")
 	args, code, done := parseFlags(inv, fs, inv.args, pruneUsage)

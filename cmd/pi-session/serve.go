@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -35,8 +33,7 @@ Its log is <agent dir>/pi-session/host.jsonl.
 
 // cmdServe runs the engine host for one plain pi.
 func cmdServe(ctx context.Context, inv *invocation) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("serve")
 	pid := fs.Int("pid", os.Getppid(), "")
 	args, code, done := parseFlags(inv, fs, inv.args, serveUsage)
 	if done {

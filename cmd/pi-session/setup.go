@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -45,8 +44,7 @@ const setupSource = "pi-session/extension"
 
 // cmdSetup installs the bundled extension for plain pi.
 func cmdSetup(ctx context.Context, inv *invocation) int {
-	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("setup")
 	dryRun := fs.Bool("dry-run", false, "")
 	args, code, done := parseFlags(inv, fs, inv.args, setupUsage)
 	if done {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -23,8 +22,7 @@ whatever their state. --json prints the same as a JSON array.
 
 // cmdStatus lists the sessions' status records.
 func cmdStatus(ctx context.Context, inv *invocation) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("status")
 	all := fs.Bool("all", false, "")
 	asJSON := fs.Bool("json", false, "")
 	args, code, done := parseFlags(inv, fs, inv.args, statusUsage)
@@ -85,29 +83,6 @@ func cmdStatus(ctx context.Context, inv *invocation) int {
 	}
 	fmt.Fprintf(inv.stdout, "\n%s\n", summary(shown, hidden))
 	return 0
-}
-
-// parseFlags parses flags anywhere among args (none take a value) and
-// returns the other arguments. done means the command is over: help was
-// asked for (code 0) or the flags were wrong (code exitUsage).
-func parseFlags(inv *invocation, fs *flag.FlagSet, args []string, usage string) (rest []string, code int, done bool) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				fmt.Fprint(inv.stdout, usage)
-				return nil, 0, true
-			}
-			return nil, inv.errorf(exitUsage, "%s: %v (see pi-session %s --help)", fs.Name(), err, fs.Name()), true
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return rest, 0, false
-		}
-		if args[0] == "--" {
-			return append(rest, args[1:]...), 0, false
-		}
-		rest, args = append(rest, args[0]), args[1:]
-	}
 }
 
 func stateOrder(s status.State) int {
