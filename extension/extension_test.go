@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -90,7 +91,20 @@ func TestManifest(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	want := []string{"package.json", "pi-session/blocks.ts", "pi-session/client.ts", "pi-session/frames.ts", "pi-session/index.ts", "pi-session/offload.ts", "pi-session/role.ts", "pi-session/serve.ts", "pi-session/version.ts", "skills/context-handles/SKILL.md"}
+	// Every module and skill on disk is embedded; tests and test data are not.
+	want := []string{"package.json"}
+	mods, _ := filepath.Glob("pi-session/*.ts")
+	for _, m := range mods {
+		if !strings.HasSuffix(m, ".test.ts") {
+			want = append(want, m)
+		}
+	}
+	skills, _ := filepath.Glob("skills/*/SKILL.md")
+	want = append(want, skills...)
+	slices.Sort(want)
+	if !slices.Contains(want, "pi-session/index.ts") || len(skills) == 0 {
+		t.Fatalf("the extension's sources are not where this test looks: %v", want)
+	}
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("embedded files (-want +got):\n%s", d)
 	}

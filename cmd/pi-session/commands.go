@@ -39,6 +39,7 @@ var commands = map[string]command{
 	"serve":   cmdServe,
 	"setup":   cmdSetup,
 	"doctor":  cmdDoctor,
+	"engine":  cmdEngine,
 	"demo":    notYet("demo"),
 }
 
@@ -118,6 +119,7 @@ Usage:
   pi-session setup                                         install pi-session's extension for plain pi too
   pi-session doctor                                        check Node, pi, the extension, the engine socket
   pi-session serve                                         the engine host alone (plain pi's extension starts it)
+  pi-session engine <command> ...                          what an engine computes from files, without pi
   (reserved: demo)
 
 Every argument goes to pi unchanged; a leading "--" is removed. pi's own

@@ -60,9 +60,9 @@ func cmdServe(ctx context.Context, inv *invocation) int {
 	if err := watchPID(*pid, func() { cancel(fmt.Errorf("process %d exited", *pid)) }); err != nil {
 		return inv.errorf(exitOSErr, "serve: %v", err)
 	}
-	offloads := newOffloadEngines()
-	defer offloads.close()
-	h, err := startHost(inv, hostSpec{mode: "serve", engines: []hooks.Engine{offloads.engine()}})
+	engines := newEngineSet(inv, nil)
+	defer engines.close()
+	h, err := startHost(inv, hostSpec{mode: "serve", engines: engines.list()})
 	if err != nil {
 		return inv.errorf(exitOSErr, "serve: %v", err)
 	}

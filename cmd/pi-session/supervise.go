@@ -51,10 +51,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	// engines.
 	relauncher := &supervisor.Relauncher{}
 	var hostEnv []string
-	offloads := newOffloadEngines()
-	defer offloads.close()
+	engines := newEngineSet(inv, relauncher)
+	defer engines.close()
 	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker,
-		engines: []hooks.Engine{relauncher.Engine(), offloads.engine()}})
+		engines: engines.list()})
 	if err != nil {
 		sup.Notice("engine host unavailable, pi runs without pi-session's engines: %v", err)
 	} else {

@@ -5,10 +5,12 @@
 // engine is unreachable, slow or wrong.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
+import { Arbiter } from "./arbiter.ts";
 import { packBlocks, unpackBlocks, type Block } from "./blocks.ts";
 import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
-import { registerOffload, type Call } from "./offload.ts";
+import type { Call, Kit } from "./kit.ts";
+import { registerOffload } from "./offload.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -85,6 +87,20 @@ export default function (pi: ExtensionAPI) {
 		client ? client.call(method, params, o) : Promise.reject(new EngineError(Code.Unavailable, "no session yet"));
 	let turnIndex = 0;
 
+	// The engines share session_before_compact and input through the
+	// arbiter, which holds the one written rule of who acts (arbiter.ts).
+	const arbiter = new Arbiter();
+	pi.on("session_before_compact", (event, c) => arbiter.compact(event, c) as any);
+	pi.on("input", (event, c) => arbiter.input(event, c) as any);
+	const kit: Kit = {
+		call,
+		ask,
+		arbiter,
+		hello: () => hello,
+		ready: (ms) => client?.ready(ms) ?? Promise.resolve(false),
+		say: (text, level) => say(text, level),
+	};
+
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		const sm = c.sessionManager;
@@ -119,6 +135,7 @@ export default function (pi: ExtensionAPI) {
 		await c?.close({ timeoutMs: 1000 });
 		if (hello?.role === "primary" && event.reason === "quit" && !process.env.PI_SESSION_SOCKET) stopServe();
 		releaseRole(token);
+		arbiter.reset();
 	});
 
 	// turn_start goes to the engines that asked for it (the offload engine
@@ -171,7 +188,7 @@ export default function (pi: ExtensionAPI) {
 		return changed ? { content: content as any, details, isError } : undefined;
 	});
 
-	registerOffload(pi, call);
+	registerOffload(pi, kit.call);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;

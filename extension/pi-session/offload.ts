@@ -9,7 +9,7 @@ import { StringEnum } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import { Code, EngineError } from "./client.ts";
 
-export type Call = <T>(method: string, params?: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => Promise<{ result: T }>;
+import type { Call } from "./kit.ts";
 
 type ToolAnswer = { text: string; details?: unknown };
 
