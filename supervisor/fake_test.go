@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/pi-session/pi-session/marker"
 )
 
 // The test binary doubles as the fake pi and as the PTY session leader.
@@ -119,6 +121,17 @@ func fakePi(behaviour string) int {
 	case "linger":
 		signal.Ignore(syscall.SIGHUP)
 		time.Sleep(30 * time.Second)
+		return 0
+	case "assignment":
+		// What an extension written for the seed's wrapper checks before it
+		// writes its relaunch marker.
+		a, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
+		fmt.Fprintf(out, "ppid=%d wrapper=%s base=%s\n", os.Getppid(), os.Getenv(marker.EnvWrapperPID), filepath.Base(os.Getenv(marker.EnvMarker)))
+		if err != nil {
+			fmt.Fprintf(out, "assignment refused: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(out, "assignment ok %s\n", a.Path)
 		return 0
 	case "pgrp":
 		fmt.Fprintf(out, "pgrp=%d pid=%d sid=%d\n", syscall.Getpgrp(), os.Getpid(), mustSid())

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pi-session/pi-session/marker"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,14 +82,25 @@ func RunLeader(args, env []string) int {
 	}
 }
 
-// leaderChildEnv drops the leader marker and makes the leader pi's wrapper pid.
+// leaderChildEnv drops the leader marker and makes the leader pi's wrapper
+// pid: PI_SESSION_WRAPPER_PID becomes the leader's pid, and the relaunch
+// marker PI_RELAUNCH_MARKER, <dir>/<pid>-<launch id>.json, is named after
+// it, so that basename(PI_RELAUNCH_MARKER) is
+// $PI_SESSION_WRAPPER_PID-$PI_SESSION_LAUNCH_ID.json, as the seed's
+// ownership rule checks.
 func leaderChildEnv(env []string, self int) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		switch {
 		case strings.HasPrefix(kv, leaderEnv+"="):
-		case strings.HasPrefix(kv, "PI_SESSION_WRAPPER_PID="):
-			out = append(out, "PI_SESSION_WRAPPER_PID="+strconv.Itoa(self))
+		case strings.HasPrefix(kv, marker.EnvWrapperPID+"="):
+			out = append(out, marker.EnvWrapperPID+"="+strconv.Itoa(self))
+		case strings.HasPrefix(kv, marker.EnvMarker+"="):
+			path := strings.TrimPrefix(kv, marker.EnvMarker+"=")
+			if _, id, ok := marker.ParseName(filepath.Base(path)); ok {
+				path = marker.Path(filepath.Dir(path), self, id)
+			}
+			out = append(out, marker.EnvMarker+"="+path)
 		default:
 			out = append(out, kv)
 		}

@@ -23,7 +23,7 @@ func (s *Supervisor) runPlain(ctx context.Context, l Launch, sigs <-chan os.Sign
 		return Result{}, err
 	}
 	if l.Started != nil {
-		l.Started(pid)
+		l.Started(pid, os.Getpid())
 	}
 	statuses := make(chan syscall.WaitStatus, 4)
 	waitErr := make(chan error, 1)

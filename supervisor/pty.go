@@ -51,7 +51,7 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 		}
 	}
 	if l.Started != nil {
-		l.Started(piPID)
+		l.Started(piPID, leader)
 	}
 
 	s.target.Store(ptmx)

@@ -16,11 +16,15 @@ import (
 
 // Launch describes one pi process to run.
 type Launch struct {
-	Path    string   // the pi executable
-	Args    []string // pi's arguments, without argv[0]
-	Dir     string   // working directory; "" for the current one
-	Env     []string // the child's whole environment
-	Started func(pid int)
+	Path string   // the pi executable
+	Args []string // pi's arguments, without argv[0]
+	Dir  string   // working directory; "" for the current one
+	Env  []string // the child's whole environment
+	// Started, if set, is called once pi runs, with pi's pid and the pid
+	// of pi's parent inside pi-session (the PTY session leader, or
+	// pi-session itself without a PTY): the PI_SESSION_WRAPPER_PID pi sees,
+	// which names its relaunch marker.
+	Started func(pid, wrapperPID int)
 }
 
 // Result says how one launch ended.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pi-session/pi-session/hooks"
@@ -45,6 +46,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()
+	if err := marker.CheckDir(markerDir); err != nil {
+		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
+	}
 
 	// The engine host serves every launch; pi's extension finds it through
 	// PI_SESSION_SOCKET. Without it pi still runs, as without pi-session's
@@ -74,8 +78,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		if err != nil {
 			return inv.errorf(exitOSErr, "%v", err)
 		}
+		// The marker is named after pi's parent, the PI_SESSION_WRAPPER_PID
+		// pi sees: pi-session without a PTY, its session leader with one
+		// (which renames both variables for pi, see supervisor.RunLeader).
 		markerPath := marker.Path(markerDir, os.Getpid(), launchID)
-		assignment := marker.Assignment{Path: markerPath, LaunchID: launchID}
 		res, err := sup.Run(ctx, supervisor.Launch{
 			Path: pi,
 			Args: append(slices.Clone(extArgs), launchArgs...),
@@ -86,7 +92,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				marker.EnvLaunchID + "=" + launchID,
 				marker.EnvMarker + "=" + markerPath,
 			}, hostEnv...)...),
-			Started: func(pid int) { relauncher.Arm(pid, assignment) },
+			Started: func(pid, wrapperPID int) {
+				markerPath = marker.Path(markerDir, wrapperPID, launchID)
+				relauncher.Arm(pid, marker.Assignment{Path: markerPath, LaunchID: launchID, WrapperPID: wrapperPID})
+			},
 		})
 		relauncher.Disarm()
 		if err != nil {
