@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pi-session/pi-session/pitest"
 )
@@ -90,4 +92,125 @@ func TestSeedMarkerWriterRelaunches(t *testing.T) {
 			assertNoMarkers(t, e)
 		})
 	}
+}
+
+// statusOf returns the state `pi-session status` gives the record of
+// process pid, or "" when none names it.
+func statusOf(t *testing.T, e *pitest.Env, pid int) string {
+	t.Helper()
+	out, err := e.Command(pitest.Binary(t), "status", "--all", "--json").Output()
+	if err != nil {
+		t.Fatalf("pi-session status: %v\n%s", err, out)
+	}
+	var entries []struct {
+		State  string `json:"state"`
+		Record struct {
+			PID int `json:"pid"`
+		} `json:"record"`
+	}
+	if err := json.Unmarshal(out, &entries); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	for _, e := range entries {
+		if e.Record.PID == pid {
+			return e.State
+		}
+	}
+	return ""
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// TestPiDiesWithPiSession: kill -9 of pi-session leaves no pi running, with
+// and without a terminal, and pi's status record never says "crashed" while
+// pi goes on: it says "running" until pi is gone, then "crashed".
+func TestPiDiesWithPiSession(t *testing.T) {
+	for _, path := range []string{"plain", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			e := pitest.NewEnv(t)
+			e.Scenario(map[string]any{"steps": []map[string]any{{"tool": "bash", "args": map[string]any{"command": "sleep 120"}}}})
+			var supervisor, pi int
+			var kill func()
+			if path == "pty" {
+				tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+				tm.WaitReady(1)
+				tm.Submit("go")
+				supervisor = tm.Cmd.Process.Pid
+				pi = findPi(t, supervisor)
+				kill = func() { tm.Cmd.Process.Signal(syscall.SIGKILL); tm.Wait() }
+			} else {
+				cmd := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "go")...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no terminal at all
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				supervisor = cmd.Process.Pid
+				deadline := time.Now().Add(30 * time.Second)
+				for pi == 0 {
+					if kids := childPIDs(supervisor); len(kids) > 0 {
+						pi = kids[0]
+					} else if time.Now().After(deadline) {
+						t.Fatal("no pi under pi-session")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				kill = func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }
+			}
+			// pi said hello: its record says running.
+			deadline := time.Now().Add(60 * time.Second)
+			for statusOf(t, e, pi) != "running" {
+				if time.Now().After(deadline) {
+					t.Fatalf("pi (pid %d) never got a running status record", pi)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			// pi's bash tool is running `sleep 120` by now (or soon).
+			var tools []int
+			for deadline := time.Now().Add(30 * time.Second); len(tools) == 0; {
+				tools = descendants(pi)
+				if time.Now().After(deadline) {
+					t.Fatal("pi's bash tool never started")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			kill()
+			polls := 0
+			for deadline := time.Now().Add(30 * time.Second); ; polls++ {
+				piAlive := alive(pi)
+				state := statusOf(t, e, pi)
+				if state == "crashed" && alive(pi) {
+					t.Fatalf("status says crashed while pi (pid %d) still runs", pi)
+				}
+				if state != "running" && state != "crashed" {
+					t.Fatalf("status says %q for pi (pid %d), want running, then crashed", state, pi)
+				}
+				if !piAlive && state == "crashed" {
+					break
+				}
+				if time.Now().After(deadline) {
+					syscall.Kill(pi, syscall.SIGKILL)
+					t.Fatalf("pi (pid %d) still runs %s after pi-session was killed (status %q)", pi, "30s", state)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			// pi ended as on a stop request: it ended its tool's processes.
+			for _, p := range tools {
+				waitGone(t, p, "a process of pi's bash tool")
+			}
+			t.Logf("%s: pi and its %d tool processes gone after pi-session's kill -9; status polled %d times, then crashed", path, len(tools), polls+1)
+		})
+	}
+}
+
+// descendants lists pid's descendants.
+func descendants(pid int) []int {
+	var out []int
+	for _, c := range childPIDs(pid) {
+		out = append(out, c)
+		out = append(out, descendants(c)...)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,17 +44,32 @@ func RunLeader(args, env []string) int {
 		fmt.Fprintf(report, "err 64 no program to run\n")
 		return 64
 	}
+	// pi gets a parent-death signal: keep the forking thread (see Run).
+	runtime.LockOSThread()
+	supervisor := os.Getppid()
 	// Catch (not ignore) the signals the terminal or the supervisor may send
 	// the leader: caught signals are reset to their defaults in pi.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGWINCH)
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGWINCH, syscall.SIGCONT)
+	piPID := make(chan int, 1)
 	go func() {
-		for range sigs {
+		pid, hungUp := 0, false
+		for {
+			select {
+			case pid = <-piPID:
+			case <-sigs:
+			}
+			// The supervisor's death arrives as SIGCONT (its parent-death
+			// signal for the leader) and as the hangup of the PTY.
+			if pid > 0 && !hungUp && os.Getppid() != supervisor {
+				hungUp = true
+				go hangUp(pid)
+			}
 		}
 	}()
 	pid, err := spawn(args[0], args, "", leaderChildEnv(env, os.Getpid()),
-		[]*os.File{os.Stdin, os.Stdout, os.Stderr}, &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0})
+		[]*os.File{os.Stdin, os.Stdout, os.Stderr}, &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0, Pdeathsig: syscall.SIGKILL})
 	if err != nil {
 		se := err.(*StartError)
 		fmt.Fprintf(report, "err %d %s\n", se.Code, strings.ReplaceAll(se.Err.Error(), "\n", " "))
@@ -61,6 +77,8 @@ func RunLeader(args, env []string) int {
 	}
 	fmt.Fprintf(report, "pid %d\n", pid)
 	report.Close()
+	piPID <- pid
+	sigs <- syscall.SIGCONT // look once: the supervisor may have died already
 	for {
 		var ws syscall.WaitStatus
 		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED|syscall.WCONTINUED, nil)
@@ -80,6 +98,21 @@ func RunLeader(args, env []string) int {
 			return reraise(ws.Signal())
 		}
 	}
+}
+
+// hangUpGrace is how long pi may take to end after the hangup that follows
+// its supervisor's death, before it is killed.
+const hangUpGrace = 3 * time.Second
+
+// hangUp ends pi after its supervisor died: pi must not outlive it. pi's
+// process group gets what a closing terminal sends (SIGHUP, and SIGCONT in
+// case it is stopped), then SIGKILL if it is still there after
+// hangUpGrace. The leader exits once pi has (RunLeader's wait).
+func hangUp(pid int) {
+	syscall.Kill(-pid, syscall.SIGHUP)
+	syscall.Kill(-pid, syscall.SIGCONT)
+	time.Sleep(hangUpGrace)
+	syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 // leaderChildEnv drops the leader marker and makes the leader pi's wrapper

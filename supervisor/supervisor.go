@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -155,6 +156,12 @@ func (s *Supervisor) Run(ctx context.Context, l Launch) (Result, error) {
 		s.handler = nil
 		s.mu.Unlock()
 	}()
+	// pi (or its session leader) is started with a parent-death signal,
+	// which the kernel sends when the thread that forked it ends, not the
+	// process: keep this goroutine on its thread until the child is gone,
+	// so no other goroutine can lock that thread and end it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var res Result
 	var err error
 	if s.interactive {
