@@ -214,3 +214,22 @@ func descendants(pid int) []int {
 	}
 	return out
 }
+
+// TestShortPrintRunGetsARecord: a short -p run with no tool call ends
+// before the extension connects; its pi still gets a status record (the
+// supervisor's own, as pi never said hello), ended, with its exit status.
+func TestShortPrintRunGetsARecord(t *testing.T) {
+	e := pitest.NewEnv(t)
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "hello")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests, want 1\n%s", len(reqs), out)
+	}
+	if got := statusOf(t, e, reqs[0].PID); got != "exited" {
+		b, _ := e.Command(pitest.Binary(t), "status", "--all").CombinedOutput()
+		t.Errorf("pi (pid %d) has status %q, want an ended record:\n%s", reqs[0].PID, got, b)
+	}
+}

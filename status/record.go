@@ -60,6 +60,11 @@ type Record struct {
 
 	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"` // set at clean shutdown; absent on a dead pid means a crash
+	// Source is "supervisor" for a record pi-session's supervisor wrote
+	// because pi never said hello (its extension did not connect, as in a
+	// short -p run): its SessionID is then launch-<launch id>, pi's own
+	// session id being unknown.
+	Source string `json:"source,omitempty"`
 	// ExitStatus is the process's exit status as its supervisor saw it:
 	// the code, or 128+n after signal n. Absent when nobody saw it end.
 	ExitStatus *int `json:"exitStatus,omitempty"`

@@ -259,17 +259,14 @@ func (h *host) said(pid int, id string) {
 }
 
 // sessionsOf returns the sessions process pid wrote records for, and
-// forgets them (and its identity): the process has exited.
-func (h *host) sessionsOf(pid int) ([]string, status.Identity, bool) {
+// forgets them and its identity: the process has exited.
+func (h *host) sessionsOf(pid int) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ids, id, known := h.sessions[pid], h.ids[pid], false
-	if _, ok := h.ids[pid]; ok {
-		known = true
-	}
+	ids := h.sessions[pid]
 	delete(h.sessions, pid)
 	delete(h.ids, pid)
-	return ids, id, known
+	return ids
 }
 
 // closed marks a session that said bye as ended, if its record is its

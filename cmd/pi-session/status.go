@@ -159,6 +159,9 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	if r.ExitStatus != nil {
 		line("exit", "status %d", *r.ExitStatus)
 	}
+	if r.Source == "supervisor" {
+		line("note", "written by pi-session: pi never said hello (its extension did not connect), so its session id is unknown")
+	}
 	line("record", "%s", e.Path)
 }
 
