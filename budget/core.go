@@ -109,9 +109,9 @@ type State struct {
 	IdleAsked      bool   `json:"idleAsked,omitempty"`   // an idle handoff was requested in this run
 	Manual         bool   `json:"manual,omitempty"`      // the user asked for a handoff (/handoff)
 
-	Pending  Handoff `json:"pending,omitzero"`  // written, waiting for its turn_end commit
+	Pending  Handoff `json:"pending,omitzero"`   // written, waiting for its turn_end commit
 	Relaunch bool    `json:"relaunch,omitempty"` // the pending handoff ends in a relaunch instead
-	Stored   Handoff `json:"stored,omitzero"`   // the last handoff, still a valid snapshot
+	Stored   Handoff `json:"stored,omitzero"`    // the last handoff, still a valid snapshot
 
 	Commits         int    `json:"commits"`     // budget and hard commits (the cap counts these)
 	IdleCommits     int    `json:"idleCommits"` // idle commits (never counted)
