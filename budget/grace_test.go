@@ -7,9 +7,6 @@ import (
 	"testing"
 )
 
-type osFS struct{}
-
-func (osFS) EvalSymlinks(p string) (string, error) { return filepath.EvalSymlinks(p) }
 
 func TestReadOnlyGit(t *testing.T) {
 	for _, c := range []struct {
