@@ -129,9 +129,15 @@ func parseStatusV2(r *RepoState, out []byte) {
 					path = from + " -> " + to
 				}
 			}
+			if strings.HasPrefix(path, ".ai-work/") {
+				continue // the agent's notes and handoffs, recorded on their own
+			}
 			r.Changes = append(r.Changes, xy+" "+path)
 			r.Dirty++
 		case strings.HasPrefix(line, "? "):
+			if strings.HasPrefix(line, "? .ai-work/") {
+				continue
+			}
 			r.Changes = append(r.Changes, "?? "+strings.TrimPrefix(line, "? "))
 			r.Dirty++
 		}
