@@ -82,6 +82,13 @@ func New(opt Options) (*Engine, error) {
 	return &Engine{opt: opt, events: ev, turns: tu, store: status.NewStore(dir), sessions: map[string]*sess{}}, nil
 }
 
+// SetSessions sets how session files are read (the host's cache).
+func (e *Engine) SetSessions(r SessionReader) {
+	e.mu.Lock()
+	e.opt.Sessions = r
+	e.mu.Unlock()
+}
+
 // Close waits for pending status writes and closes the logs.
 func (e *Engine) Close() error {
 	e.writes.Wait()
@@ -330,11 +337,14 @@ func ptr[T any](v T) *T { return &v }
 // readBranch reads the session's current branch; nil when the file does
 // not exist yet.
 func (e *Engine) readBranch(s *sess, fn func(branch []*session.Entry)) {
-	if s.peer.SessionFile == "" || e.opt.Sessions == nil {
+	e.mu.Lock()
+	read := e.opt.Sessions
+	e.mu.Unlock()
+	if s.peer.SessionFile == "" || read == nil {
 		fn(nil)
 		return
 	}
-	err := e.opt.Sessions(s.peer.SessionFile, func(f *session.File) error {
+	err := read(s.peer.SessionFile, func(f *session.File) error {
 		b, err := f.Branch("")
 		if err != nil {
 			return err
@@ -484,6 +494,7 @@ type Answer struct {
 	Continue  bool     `json:"continue,omitempty"`
 	Notify    []Notify `json:"notify,omitempty"`
 	Block     bool     `json:"block,omitempty"`
+	Grace     bool     `json:"grace,omitempty"` // the call runs as a grace call
 	Reason    string   `json:"reason,omitempty"`
 	Shutdown  bool     `json:"shutdown,omitempty"`
 	Marker    string   `json:"marker,omitempty"`
@@ -680,8 +691,11 @@ func (e *Engine) ToolCall(p Peer, arm ArmFunc, tc ToolCallParams) Answer {
 	fx := e.apply(s, o)
 	a := Answer{}
 	for _, f := range fx {
-		if f.Kind == EffBlock {
+		switch f.Kind {
+		case EffBlock:
 			a.Block, a.Reason = true, s.blockReason(tc.ToolName, f.Reason)
+		case EffGrace:
+			a.Grace = true
 		}
 	}
 	a.View = s.view()

@@ -7,7 +7,6 @@ import (
 	"testing"
 )
 
-
 func TestReadOnlyGit(t *testing.T) {
 	for _, c := range []struct {
 		cmd  string
