@@ -395,8 +395,9 @@ func (s *sess) view() View {
 		v.Floor = ptr(st.Floor)
 	}
 	// In observe mode only a manual handoff blocks; the preview never does.
-	live := !s.projected() || st.Manual || st.Pending.Source == SourceManual
-	v.Gate = live && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
+	// In observe mode the preview is asked too (it logs would_tool_blocked)
+	// but only a manual handoff's answers block.
+	v.Gate = s.mode != ModeOff && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
 	return v
 }
 

@@ -160,7 +160,7 @@ func TestEngineObserveBlocksNothing(t *testing.T) {
 	ctx := context.Background()
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4100), Usage: i64(4000), Continues: true})
-	if len(a.Entries) != 0 || a.View.Gate || !a.View.Projected || a.View.Phase != HandoffRequired {
+	if len(a.Entries) != 0 || !a.View.Gate || !a.View.Projected || a.View.Phase != HandoffRequired {
 		t.Fatalf("observe: %+v", a)
 	}
 	if a := eng.ToolCall(p, nil, ToolCallParams{ToolName: "bash", Input: []byte(`{"command":"ls"}`)}); a.Block {
