@@ -250,4 +250,3 @@ func TestBudgetOverflowRecovery(t *testing.T) {
 		t.Errorf("events lack overflow_recovery or backstop")
 	}
 }
-
