@@ -60,7 +60,12 @@ type Engine struct {
 	mu       sync.Mutex
 	sessions map[string]*sess
 	writes   sync.WaitGroup
+	flush    chan struct{} // closed by Close: pending status writes go at once
+	closed   sync.Once
 }
+
+// statusInterval is the least time between two status writes of a session.
+const statusInterval = time.Second
 
 // New opens the engine's logs (lazily; nothing is written until used).
 func New(opt Options) (*Engine, error) {
@@ -79,7 +84,7 @@ func New(opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opt: opt, events: ev, turns: tu, store: status.NewStore(dir), sessions: map[string]*sess{}}, nil
+	return &Engine{opt: opt, events: ev, turns: tu, store: status.NewStore(dir), sessions: map[string]*sess{}, flush: make(chan struct{})}, nil
 }
 
 // SetSessions sets how session files are read (the host's cache).
@@ -91,6 +96,7 @@ func (e *Engine) SetSessions(r SessionReader) {
 
 // Close waits for pending status writes and closes the logs.
 func (e *Engine) Close() error {
+	e.closed.Do(func() { close(e.flush) })
 	e.writes.Wait()
 	e.events.Close()
 	return e.turns.Close()
@@ -290,6 +296,12 @@ func (e *Engine) writeStatus(s *sess) {
 			if err := e.store.Write(r); err != nil {
 				e.opt.Logger.Warn("budget status", "session", s.peer.SessionID, "err", err)
 			}
+			// At most one durable write a second per session: later
+			// changes wait (and coalesce) unless the engine is closing.
+			select {
+			case <-time.After(statusInterval):
+			case <-e.flush:
+			}
 		}
 	}()
 }
@@ -374,6 +386,7 @@ type View struct {
 	Floor          *int64              `json:"floor"`
 	Thresholds     EffectiveThresholds `json:"thresholds"`
 	Gate           bool                `json:"gate"`    // tool calls must be checked
+	Live           bool                `json:"live"`    // answers may carry effects (else the hooks need not wait for them)
 	Pending        string              `json:"pending"` // a handoff waiting for its commit
 	Wrapper        bool                `json:"wrapper"`
 	Commits        int                 `json:"commits"`
@@ -398,6 +411,7 @@ func (s *sess) view() View {
 	// In observe mode the preview is asked too (it logs would_tool_blocked)
 	// but only a manual handoff's answers block.
 	v.Gate = s.mode != ModeOff && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
+	v.Live = s.mode == ModeEnforce || st.Manual || st.Pending.Source == SourceManual
 	return v
 }
 

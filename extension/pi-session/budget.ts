@@ -9,6 +9,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
+import * as fs from "node:fs";
 import type { Kit } from "./kit.ts";
 
 type View = {
@@ -20,6 +21,7 @@ type View = {
 	projected: boolean;
 	tokens: number | null;
 	gate: boolean;
+	live: boolean;
 	pending: string;
 	wrapper: boolean;
 };
@@ -52,6 +54,10 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	let mechanical = false; // ... and the native summarizer already failed
 	let overflowTried = false;
 	const settleWaiters: (() => void)[] = [];
+	// PI_SESSION_BUDGET_TIMING=<file>: the benchmark's measure of the time
+	// spent in the per-turn hooks, appended as one JSON line at shutdown.
+	const timingFile = process.env.PI_SESSION_BUDGET_TIMING;
+	const timing = { turns: 0, toolCalls: 0, turnEndMs: 0, toolCallMs: 0 };
 
 	const show = (v: View | undefined) => {
 		if (!v) return;
@@ -92,15 +98,35 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	});
 
 	pi.on("tool_call", async (event) => {
+		const t0 = timingFile ? performance.now() : 0;
+		try {
+			return await toolCall(event);
+		} finally {
+			if (timingFile) {
+				timing.toolCalls++;
+				timing.toolCallMs += performance.now() - t0;
+			}
+		}
+	});
+	pi.on("session_shutdown", () => {
+		if (timingFile) fs.appendFileSync(timingFile, JSON.stringify(timing) + "\n");
+	});
+	const toolCall = async (event: any) => {
 		if (!view?.gate) return undefined;
-		const a = (await kit.ask<Answer>("budget.toolCall", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }))?.result;
+		const params = { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input };
+		if (!view.live) {
+			// Observe mode: the answer cannot block; log the preview without waiting.
+			void kit.ask<Answer>("budget.toolCall", params).then((r) => show(r?.result.view));
+			return undefined;
+		}
+		const a = (await kit.ask<Answer>("budget.toolCall", params))?.result;
 		if (!a) return undefined; // fail open
 		show(a.view);
 		if (a.grace) grace.add(event.toolCallId);
 		if (!a.block) return undefined;
 		blocked.add(event.toolCallId);
-		return { block: true, reason: a.reason };
-	});
+		return { block: true as const, reason: a.reason };
+	};
 
 	// A tool that ran and finished after the handoff was written
 	// invalidates it; a blocked one does not.
@@ -110,6 +136,17 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	});
 
 	pi.on("turn_end", async (event, c) => {
+		const t0 = timingFile ? performance.now() : 0;
+		try {
+			return await turnEnd(event, c);
+		} finally {
+			if (timingFile) {
+				timing.turns++;
+				timing.turnEndMs += performance.now() - t0;
+			}
+		}
+	});
+	const turnEnd = async (event: any, c: ExtensionContext) => {
 		ctx = c;
 		const msg = event.message as any;
 		const okAssistant = msg?.role === "assistant" && msg.stopReason !== "error" && msg.stopReason !== "aborted";
@@ -122,17 +159,24 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			grace: grace.has(r.toolCallId),
 			blocked: blocked.has(r.toolCallId),
 		}));
-		const a = (
-			await kit.ask<Answer>("budget.turnEnd", {
-				turnIndex: event.turnIndex,
-				tokens: c.getContextUsage()?.tokens ?? null,
-				usage: usage || null,
-				model: model(c),
-				toolResults: results,
-				continues: (event.toolResults ?? []).length > 0,
-				outcome: event.outcome,
-			}, { timeoutMs: 60_000 })
-		)?.result;
+		const tokens = c.getContextUsage()?.tokens ?? null;
+		const params = {
+			turnIndex: event.turnIndex,
+			tokens,
+			usage: usage || null,
+			model: model(c),
+			toolResults: results,
+			continues: (event.toolResults ?? []).length > 0,
+			outcome: event.outcome,
+		};
+		if (view && !view.live) {
+			// Observe and off mode: nothing to carry out; record the turn without waiting.
+			blocked.clear();
+			grace.clear();
+			void kit.ask<Answer>("budget.turnEnd", params).then((r) => show(r?.result.view));
+			return undefined;
+		}
+		const a = (await kit.ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
 		blocked.clear();
 		grace.clear();
 		handoffDone = false;
@@ -142,7 +186,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		if (!a.view.pending) kit.arbiter.end("handoff");
 		if (!a.entries?.length && !a.continue) return undefined;
 		return { entries: [...event.entries, ...((a.entries ?? []) as any[])], continue: a.continue || undefined };
-	});
+	};
 
 	pi.on("agent_before_settle", async (event) => {
 		const a = (await kit.ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
