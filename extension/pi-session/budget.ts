@@ -111,14 +111,21 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	pi.on("session_shutdown", () => {
 		if (timingFile) fs.appendFileSync(timingFile, JSON.stringify(timing) + "\n");
 	});
+	// background sends calls whose answers cannot change what pi does
+	// (observe and off mode), in order, without making pi wait.
+	let queue: Promise<unknown> = Promise.resolve();
+	const background = (method: string, params: unknown) => {
+		queue = queue.then(() => kit.ask<Answer>(method, params)).then((r) => show(r?.result.view));
+	};
+
 	const toolCall = async (event: any) => {
-		if (!view?.gate) return undefined;
 		const params = { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input };
-		if (!view.live) {
-			// Observe mode: the answer cannot block; log the preview without waiting.
-			void kit.ask<Answer>("budget.toolCall", params).then((r) => show(r?.result.view));
+		if (view && !view.live) {
+			// Observe mode: the preview may say would_tool_blocked; nothing is blocked.
+			if (view.mode !== "off") background("budget.toolCall", params);
 			return undefined;
 		}
+		if (!view?.gate) return undefined;
 		const a = (await kit.ask<Answer>("budget.toolCall", params))?.result;
 		if (!a) return undefined; // fail open
 		show(a.view);
@@ -173,7 +180,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			// Observe and off mode: nothing to carry out; record the turn without waiting.
 			blocked.clear();
 			grace.clear();
-			void kit.ask<Answer>("budget.turnEnd", params).then((r) => show(r?.result.view));
+			background("budget.turnEnd", params);
 			return undefined;
 		}
 		const a = (await kit.ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
