@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -180,15 +181,26 @@ func CollectRepos(ctx context.Context, cwd string, candidates []string) (cwdRepo
 		}
 		add(dir)
 	}
-	for _, root := range roots {
-		var r RepoState
-		if ctx.Err() != nil {
-			r = RepoState{Root: root, Error: "not inspected within the 3 s git deadline"}
-		} else {
-			r = InspectRepo(ctx, root)
-		}
-		repos = append(repos, r)
-		if root == cwdRoot {
+	// The status calls run in parallel, four at a time.
+	repos = make([]RepoState, len(roots))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, root := range roots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				repos[i] = RepoState{Root: root, Error: "not inspected within the 3 s git deadline"}
+				return
+			}
+			repos[i] = InspectRepo(ctx, root)
+		}()
+	}
+	wg.Wait()
+	for _, r := range repos {
+		if r.Root == cwdRoot {
 			rr := r
 			cwdRepo = &rr
 		}
