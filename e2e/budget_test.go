@@ -154,6 +154,17 @@ func TestBudgetEnforce(t *testing.T) {
 	if evs := budgetEvents(t, e); !hasEvent(evs, "handoff_committed") || !hasEvent(evs, "tool_blocked") {
 		t.Errorf("events lack handoff_committed or tool_blocked")
 	}
+	// pi-session status shows the phase, tokens against the effective
+	// thresholds and the last handoff.
+	st, err := e.Command(pitest.Binary(t), "status", "--all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session status: %v\n%s", err, st)
+	}
+	for _, want := range []string{"phase idle", "of soft ", " / handoff ", "1 so far; last", handoff, "enforce"} {
+		if !strings.Contains(string(st), want) {
+			t.Errorf("pi-session status lacks %q:\n%s", want, st)
+		}
+	}
 }
 
 // TestBudgetCapRelaunch: under pi-session, the handoff beyond
