@@ -20,14 +20,7 @@ import (
 func BenchmarkHandoffWrite(b *testing.B) {
 	dir := b.TempDir()
 	repo := filepath.Join(dir, "repo")
-	git := func(d string, args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = d
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@x", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := func(d string, args ...string) { runGit(b, d, args...) }
 	os.MkdirAll(repo, 0o755)
 	git(repo, "init", "-q", "-b", "main")
 	for i := 0; i < 10000; i++ {

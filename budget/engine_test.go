@@ -28,14 +28,7 @@ func newTestEnv(t *testing.T, config string) *testEnv {
 	e := &testEnv{t: t, dir: dir, agent: filepath.Join(dir, "agent"), cwd: filepath.Join(dir, "repo"), now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	os.MkdirAll(e.agent, 0o700)
 	os.MkdirAll(e.cwd, 0o700)
-	git := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = e.cwd
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := func(args ...string) { runGit(t, e.cwd, args...) }
 	git("init", "-q", "-b", "main")
 	os.WriteFile(filepath.Join(e.cwd, "a.txt"), []byte("a\n"), 0o600)
 	git("add", "a.txt")
@@ -46,6 +39,17 @@ func newTestEnv(t *testing.T, config string) *testEnv {
 		os.WriteFile(filepath.Join(e.agent, "context-budget.json"), []byte(config), 0o600)
 	}
 	return e
+}
+
+// runGit runs git in dir with a test identity.
+func runGit(t testing.TB, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
 }
 
 func (e *testEnv) engine() *Engine {

@@ -141,33 +141,21 @@ func TouchedPaths(branch []*session.Entry, cwd string) []string {
 			out = append(out, p)
 		}
 	}
-	for i := len(branch) - 1; i >= 0 && len(out) < MaxRepoCandidate; i-- {
-		e := branch[i]
-		if e.Type != "message" || e.Role != "assistant" {
-			continue
+	eachToolCall(branch, MaxRepoCandidate*8, func(_ *session.Entry, b session.Block) bool {
+		var args map[string]any
+		if json.Unmarshal(b.Arguments, &args) != nil {
+			return len(out) < MaxRepoCandidate
 		}
-		p, err := e.Decode()
-		if err != nil {
-			continue
+		if s, ok := args["path"].(string); ok {
+			add(NormalizePath(s, cwd, os.Getenv("HOME")))
 		}
-		for _, b := range p.(*session.MessageEntry).Message.Content.Blocks {
-			if b.Type != "toolCall" {
-				continue
-			}
-			var args map[string]any
-			if json.Unmarshal(b.Arguments, &args) != nil {
-				continue
-			}
-			if s, ok := args["path"].(string); ok {
-				add(NormalizePath(s, cwd, os.Getenv("HOME")))
-			}
-			if s, ok := args["command"].(string); ok {
-				for _, m := range cdRE.FindAllStringSubmatch(s, -1) {
-					add(m[1] + m[2])
-				}
+		if s, ok := args["command"].(string); ok {
+			for _, m := range cdRE.FindAllStringSubmatch(s, -1) {
+				add(m[1] + m[2])
 			}
 		}
-	}
+		return len(out) < MaxRepoCandidate
+	})
 	return out
 }
 
@@ -178,8 +166,42 @@ var readOnlyPrefix = regexp.MustCompile(`^\s*(git\s+(status|diff|log|show|rev-pa
 // changed state (an edit, a write, a bash command other than read-only
 // inspection), scanning at most 2000 branch entries.
 func LatestStateChange(branch []*session.Entry) time.Time {
-	n := 0
-	for i := len(branch) - 1; i >= 0 && n < 2000; i, n = i-1, n+1 {
+	var latest time.Time
+	eachToolCall(branch, 2000, func(e *session.Entry, b session.Block) bool {
+		switch b.Name {
+		case "edit", "write":
+		case "bash":
+			var args struct{ Command string }
+			json.Unmarshal(b.Arguments, &args)
+			readOnly := true
+			for _, seg := range segmentRE.Split(args.Command, -1) {
+				if strings.TrimSpace(seg) != "" && !readOnlyPrefix.MatchString(seg) {
+					readOnly = false
+				}
+			}
+			if readOnly {
+				return true
+			}
+		default:
+			return true
+		}
+		t, err := time.Parse(time.RFC3339Nano, e.Timestamp)
+		if err != nil {
+			return true
+		}
+		latest = t
+		return false
+	})
+	return latest
+}
+
+var segmentRE = regexp.MustCompile(`&&|\|\||;|\|`)
+
+// eachToolCall calls fn with the tool calls of the branch's assistant
+// messages, newest first, looking at most limit entries back, until fn
+// returns false.
+func eachToolCall(branch []*session.Entry, limit int, fn func(e *session.Entry, b session.Block) bool) {
+	for i, n := len(branch)-1, 0; i >= 0 && n < limit; i, n = i-1, n+1 {
 		e := branch[i]
 		if e.Type != "message" || e.Role != "assistant" {
 			continue
@@ -189,33 +211,11 @@ func LatestStateChange(branch []*session.Entry) time.Time {
 			continue
 		}
 		for _, b := range p.(*session.MessageEntry).Message.Content.Blocks {
-			if b.Type != "toolCall" {
-				continue
-			}
-			switch b.Name {
-			case "edit", "write":
-			case "bash":
-				var args struct{ Command string }
-				json.Unmarshal(b.Arguments, &args)
-				readOnly := true
-				for _, seg := range regexp.MustCompile(`&&|\|\||;|\|`).Split(args.Command, -1) {
-					if strings.TrimSpace(seg) != "" && !readOnlyPrefix.MatchString(seg) {
-						readOnly = false
-					}
-				}
-				if readOnly {
-					continue
-				}
-			default:
-				continue
-			}
-			t, err := time.Parse(time.RFC3339Nano, e.Timestamp)
-			if err == nil {
-				return t
+			if b.Type == "toolCall" && !fn(e, b) {
+				return
 			}
 		}
 	}
-	return time.Time{}
 }
 
 // Lint warns when state files (STATE*.md in the roots, .ai-work/**

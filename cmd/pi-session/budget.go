@@ -61,24 +61,45 @@ func (b *budgetEngine) peer(r *hooks.Request) (budget.Peer, budget.ArmFunc) {
 // engine is the host's "budget" engine.
 func (b *budgetEngine) engine() hooks.Engine {
 	m := map[string]hooks.Handler{
-		"start":         b.handle(b.start),
-		"input":         b.handle(b.input),
-		"agentStart":    b.handle(b.agentStart),
-		"turnEnd":       b.handle(b.turnEnd),
-		"toolCall":      b.handle(b.toolCall),
-		"toolDone":      b.handle(b.toolDone),
-		"handoff":       b.handle(b.handoff),
-		"manual":        b.handle(b.manual),
-		"settle":        b.handle(b.settle),
-		"settled":       b.handle(b.settled),
-		"compaction":    b.handle(b.compaction),
-		"compactResult": b.handle(b.compactResult),
-		"overflow":      b.handle(b.overflow),
+		"start":      b.handle(b.start),
+		"input":      b.handle(b.input),
+		"agentStart": b.handle(b.agentStart),
+		"turnEnd": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.TurnEndParams) any {
+			return b.eng.TurnEnd(ctx, p, arm, q)
+		})),
+		"toolCall": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.ToolCallParams) any {
+			return b.eng.ToolCall(p, arm, q)
+		})),
+		"toolDone": b.handle(b.toolDone),
+		"handoff":  b.handle(b.handoff),
+		"manual":   b.handle(b.manual),
+		"settle":   b.handle(b.settle),
+		"settled":  b.handle(b.settled),
+		"compaction": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.CompactionParams) any {
+			return b.eng.Compaction(p, arm, q)
+		})),
+		"compactResult": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.CompactResultParams) any {
+			return b.eng.CompactResult(p, arm, q)
+		})),
+		"overflow": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.OverflowParams) any {
+			return b.eng.Overflow(p, arm, q)
+		})),
 	}
 	return hooks.Engine{Name: "budget", Methods: m}
 }
 
 type budgetHandler func(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error)
+
+// decoded is a handler whose params decode into Q.
+func decoded[Q any](fn func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q Q) any) budgetHandler {
+	return func(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+		var q Q
+		if err := r.Decode(&q); err != nil {
+			return nil, err
+		}
+		return fn(ctx, p, arm, q), nil
+	}
+}
 
 func (b *budgetEngine) handle(fn budgetHandler) hooks.Handler {
 	return func(ctx context.Context, r *hooks.Request) (any, error) {
@@ -130,22 +151,6 @@ func (b *budgetEngine) agentStart(ctx context.Context, r *hooks.Request, p budge
 	return b.eng.AgentStart(p, arm, q.Manual), nil
 }
 
-func (b *budgetEngine) turnEnd(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q budget.TurnEndParams
-	if err := r.Decode(&q); err != nil {
-		return nil, err
-	}
-	return b.eng.TurnEnd(ctx, p, arm, q), nil
-}
-
-func (b *budgetEngine) toolCall(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q budget.ToolCallParams
-	if err := r.Decode(&q); err != nil {
-		return nil, err
-	}
-	return b.eng.ToolCall(p, arm, q), nil
-}
-
 func (b *budgetEngine) toolDone(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	var q struct {
 		ToolName string `json:"toolName"`
@@ -191,28 +196,4 @@ func (b *budgetEngine) settle(ctx context.Context, r *hooks.Request, p budget.Pe
 
 func (b *budgetEngine) settled(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	return b.eng.Settled(ctx, p, arm), nil
-}
-
-func (b *budgetEngine) compaction(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q budget.CompactionParams
-	if err := r.Decode(&q); err != nil {
-		return nil, err
-	}
-	return b.eng.Compaction(p, arm, q), nil
-}
-
-func (b *budgetEngine) compactResult(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q budget.CompactResultParams
-	if err := r.Decode(&q); err != nil {
-		return nil, err
-	}
-	return b.eng.CompactResult(p, arm, q), nil
-}
-
-func (b *budgetEngine) overflow(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q budget.OverflowParams
-	if err := r.Decode(&q); err != nil {
-		return nil, err
-	}
-	return b.eng.Overflow(p, arm, q), nil
 }
