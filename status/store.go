@@ -124,6 +124,36 @@ func (s *Store) Update(sessionID string, self Identity, fn func(r *Record)) erro
 	})
 }
 
+// Patch changes fields of the session's record as it is on disk now,
+// under the store's write lock, leaving its process (pid, start time,
+// boot) as it is: for an engine that keeps some fields of a record up to
+// date, without undoing what another writer changed since (a bye's end).
+// A missing record is created holding only the session id; a record naming
+// another session (ErrMismatch) or a corrupt one is left alone.
+func (s *Store) Patch(sessionID string, fn func(r *Record)) error {
+	path, err := s.Path(sessionID)
+	if err != nil {
+		return err
+	}
+	return s.locked(func() error {
+		r, err := readOwn(path, sessionID)
+		switch {
+		case errIsNotExist(err):
+			r = &Record{SessionID: sessionID}
+		case err != nil:
+			return err
+		}
+		pid, invalid, ticks, boot, start := r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart
+		fn(r)
+		r.SessionID = sessionID
+		r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart = pid, invalid, ticks, boot, start
+		if r.UpdatedAt.IsZero() {
+			r.UpdatedAt = s.now().UTC()
+		}
+		return s.put(path, r)
+	})
+}
+
 // owned checks that self may replace r, the record on disk.
 func (s *Store) owned(r *Record, self Identity, path string) error {
 	if sameProcess(r, self) {

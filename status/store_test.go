@@ -227,3 +227,32 @@ func TestStoreFromEnv(t *testing.T) {
 		t.Errorf("Dir with PI_CONTEXT_BUDGET_STATE_DIR = %s", got)
 	}
 }
+
+// TestPatchKeepsWhatOthersWrote: Patch changes fields of the record as it
+// is now, so an end written since an engine last looked stays, and so does
+// the record's process.
+func TestPatchKeepsWhatOthersWrote(t *testing.T) {
+	s := NewStore(t.TempDir())
+	s.table = &fakeTable{procs: map[int]Process{5: {State: PIDAlive, StartTicks: 50}}}
+	me := Identity{PID: 5, StartTicks: 50}
+	if err := s.Update("s1", me, func(r *Record) { r.Cwd = "/w" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.End("s1", me, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Patch("s1", func(r *Record) { r.Phase, r.PID = "idle", 99 }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Read("s1")
+	if err != nil || r.Phase != "idle" || r.PID != 5 || r.StartTicks != 50 || r.Cwd != "/w" || r.EndedAt == nil {
+		t.Errorf("after Patch: %+v, %v; want phase idle, the record's own process, the end kept", r, err)
+	}
+	writeRaw(t, s, "x.json", `{"sessionId":"someone-else"}`)
+	if err := s.Patch("x", func(r *Record) { r.Phase = "idle" }); !errors.Is(err, ErrMismatch) {
+		t.Errorf("Patch of a mismatched record = %v, want ErrMismatch", err)
+	}
+	if err := s.Patch("new", func(r *Record) { r.Phase = "idle" }); err != nil {
+		t.Errorf("Patch of a missing record = %v, want it created", err)
+	}
+}
