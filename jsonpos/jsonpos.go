@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -21,6 +22,26 @@ func (p Pos) String() string {
 		return ""
 	}
 	return fmt.Sprintf("%d:%d", p.Line, p.Column)
+}
+
+// Message places what is wrong: "path:line:column: field "f": what",
+// leaving out what is not known; without a path the place reads "line L,
+// column C".
+func Message(path string, p Pos, field, what string) string {
+	var b strings.Builder
+	switch {
+	case path != "" && p.Line > 0:
+		fmt.Fprintf(&b, "%s:%s: ", path, p)
+	case path != "":
+		fmt.Fprintf(&b, "%s: ", path)
+	case p.Line > 0:
+		fmt.Fprintf(&b, "line %d, column %d: ", p.Line, p.Column)
+	}
+	if field != "" {
+		fmt.Fprintf(&b, "field %q: ", field)
+	}
+	b.WriteString(what)
+	return b.String()
 }
 
 // At returns the position of byte offset off in data. An offset past the

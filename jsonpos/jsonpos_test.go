@@ -79,3 +79,21 @@ func TestKind(t *testing.T) {
 		}
 	}
 }
+
+func TestMessage(t *testing.T) {
+	for _, tt := range []struct {
+		path  string
+		pos   Pos
+		field string
+		want  string
+	}{
+		{"/m/x.json", Pos{3, 9}, "cwd", `/m/x.json:3:9: field "cwd": bad`},
+		{"/m/x.json", Pos{}, "", `/m/x.json: bad`},
+		{"", Pos{1, 2}, "pid", `line 1, column 2: field "pid": bad`},
+		{"", Pos{}, "", `bad`},
+	} {
+		if got := Message(tt.path, tt.pos, tt.field, "bad"); got != tt.want {
+			t.Errorf("Message(%q, %v, %q) = %q, want %q", tt.path, tt.pos, tt.field, got, tt.want)
+		}
+	}
+}

@@ -61,23 +61,7 @@ type Error struct {
 	Kind  error // ErrSyntax, ErrField, ErrTooLarge, ErrNotRegular or ErrUntrusted
 }
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("marker: ")
-	switch {
-	case e.Path != "" && e.Pos.Line > 0:
-		fmt.Fprintf(&b, "%s:%s: ", e.Path, e.Pos)
-	case e.Path != "":
-		fmt.Fprintf(&b, "%s: ", e.Path)
-	case e.Pos.Line > 0:
-		fmt.Fprintf(&b, "line %d, column %d: ", e.Pos.Line, e.Pos.Column)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %q: ", e.Field)
-	}
-	b.WriteString(e.What)
-	return b.String()
-}
+func (e *Error) Error() string { return "marker: " + jsonpos.Message(e.Path, e.Pos, e.Field, e.What) }
 
 // Is makes errors.Is(err, ErrField) (and the others) work.
 func (e *Error) Is(target error) bool { return target == e.Kind }

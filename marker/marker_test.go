@@ -3,7 +3,6 @@ package marker
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/golden"
 )
 
 func ptr(s string) *string { return &s }
@@ -272,25 +272,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
-
 // TestReadGolden: every marker fixture in testdata/read, read from a
 // private directory, with the message pi-session prints for it.
 func TestReadGolden(t *testing.T) {
@@ -316,7 +297,7 @@ func TestReadGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%-26s %s\n", filepath.Base(file), line)
 	}
-	golden(t, filepath.Join("testdata", "read.golden"), b.String())
+	golden.Check(t, filepath.Join("testdata", "read.golden"), b.String())
 }
 
 // TestUntrustedMarkers: a marker or a marker directory anyone but this

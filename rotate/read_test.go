@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/golden"
 )
 
 // readAll runs ReadLines over data and writes what it passed on and what it
@@ -37,7 +39,7 @@ func TestReadLinesGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", "read", name+".golden"), readAll(t, filepath.Base(file), data, 100))
+			golden.Check(t, filepath.Join("testdata", "read", name+".golden"), readAll(t, filepath.Base(file), data, 100))
 		})
 	}
 }

@@ -107,23 +107,10 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	var b strings.Builder
-	b.WriteString("status: ")
-	switch {
-	case e.Path != "" && e.Pos.Line > 0:
-		fmt.Fprintf(&b, "%s:%s: ", e.Path, e.Pos)
-	case e.Path != "":
-		fmt.Fprintf(&b, "%s: ", e.Path)
-	case e.Pos.Line > 0:
-		fmt.Fprintf(&b, "corrupt record: line %d, column %d: ", e.Pos.Line, e.Pos.Column)
-	default:
-		b.WriteString("corrupt record: ")
+	if e.Path == "" {
+		return "status: corrupt record: " + jsonpos.Message("", e.Pos, e.Field, e.What)
 	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %q: ", e.Field)
-	}
-	b.WriteString(e.What)
-	return b.String()
+	return "status: " + jsonpos.Message(e.Path, e.Pos, e.Field, e.What)
 }
 
 // Is makes errors.Is(err, ErrCorrupt) true.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pi-session/pi-session/golden"
 )
 
 func i64(n int64) *int64 { return &n }
@@ -237,7 +238,7 @@ func TestParseGolden(t *testing.T) {
 			fmt.Fprintf(&b, "%-24s ok, %s\n", name, r.PIDText())
 		}
 	}
-	golden(t, filepath.Join("testdata", "records.golden"), b.String())
+	golden.Check(t, filepath.Join("testdata", "records.golden"), b.String())
 }
 
 // TestParseReportsTheFirstFieldEveryTime: a record with several wrong

@@ -95,32 +95,18 @@ func (s *Store) Write(r *Record) error {
 // session's (ErrMismatch) or that is corrupt (ErrCorrupt) is left alone. A
 // zero UpdatedAt is set to now.
 func (s *Store) Update(sessionID string, self Identity, fn func(r *Record)) error {
-	path, err := s.Path(sessionID)
-	if err != nil {
-		return err
-	}
-	return s.locked(func() error {
-		r, err := readOwn(path, sessionID)
-		switch {
-		case errIsNotExist(err):
-			r = &Record{SessionID: sessionID}
-		case err != nil:
-			return err
-		default:
+	return s.change(sessionID, func(r *Record, path string, existed bool) error {
+		if existed {
 			if err := s.owned(r, self, path); err != nil {
 				return err
 			}
 		}
 		fn(r)
-		r.SessionID = sessionID
 		r.PID, r.StartTicks, r.BootID = self.PID, self.StartTicks, self.BootID
 		if r.PID > 0 {
 			r.InvalidPID = nil
 		}
-		if r.UpdatedAt.IsZero() {
-			r.UpdatedAt = s.now().UTC()
-		}
-		return s.put(path, r)
+		return nil
 	})
 }
 
@@ -131,22 +117,37 @@ func (s *Store) Update(sessionID string, self Identity, fn func(r *Record)) erro
 // A missing record is created holding only the session id; a record naming
 // another session (ErrMismatch) or a corrupt one is left alone.
 func (s *Store) Patch(sessionID string, fn func(r *Record)) error {
+	return s.change(sessionID, func(r *Record, _ string, _ bool) error {
+		pid, invalid, ticks, boot, start := r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart
+		fn(r)
+		r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart = pid, invalid, ticks, boot, start
+		return nil
+	})
+}
+
+// change is a read, fn, write of the session's record under the store's
+// write lock. fn gets the record on disk, or a new one holding only the
+// session id (existed false); a record naming another session or a corrupt
+// one is not given to fn. A non-nil error from fn writes nothing. A zero
+// UpdatedAt is set to now.
+func (s *Store) change(sessionID string, fn func(r *Record, path string, existed bool) error) error {
 	path, err := s.Path(sessionID)
 	if err != nil {
 		return err
 	}
 	return s.locked(func() error {
 		r, err := readOwn(path, sessionID)
+		existed := err == nil
 		switch {
 		case errIsNotExist(err):
 			r = &Record{SessionID: sessionID}
 		case err != nil:
 			return err
 		}
-		pid, invalid, ticks, boot, start := r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart
-		fn(r)
+		if err := fn(r, path, existed); err != nil {
+			return err
+		}
 		r.SessionID = sessionID
-		r.PID, r.InvalidPID, r.StartTicks, r.BootID, r.ProcessStart = pid, invalid, ticks, boot, start
 		if r.UpdatedAt.IsZero() {
 			r.UpdatedAt = s.now().UTC()
 		}
@@ -288,21 +289,16 @@ func (e *mismatchError) Is(target error) bool { return target == ErrMismatch }
 // reader seeing its pid dead reports it exited rather than crashed. Only
 // the record's own process may end it (ErrNotOwner otherwise).
 func (s *Store) End(sessionID string, self Identity, at time.Time) error {
-	path, err := s.Path(sessionID)
-	if err != nil {
-		return err
-	}
-	return s.locked(func() error {
-		r, err := readOwn(path, sessionID)
-		if err != nil {
-			return err
+	return s.change(sessionID, func(r *Record, path string, existed bool) error {
+		if !existed {
+			return fmt.Errorf("status: %s: %w", path, fs.ErrNotExist)
 		}
 		if !sameProcess(r, self) {
 			return fmt.Errorf("%w: %s belongs to %s, not to the ending pid %d", ErrNotOwner, path, r.PIDText(), self.PID)
 		}
 		at = at.UTC()
 		r.EndedAt, r.UpdatedAt = &at, at
-		return s.put(path, r)
+		return nil
 	})
 }
 
