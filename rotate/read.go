@@ -69,8 +69,10 @@ func ReadLines(r io.Reader, name string, maxLine int, fn func(line []byte) error
 		length := size
 		if ended {
 			length--
-			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+			line = bytes.TrimSuffix(line, []byte{'\n'})
 		}
+		over = over || length > int64(maxLine)
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		if size == 0 {
 			return nil
 		}
