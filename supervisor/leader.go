@@ -37,7 +37,8 @@ func IsLeader(env []string) bool {
 // reports pi's pid on fd 3, stops itself whenever pi stops (so the
 // supervisor sees the stop), continues pi when continued, and exits the way
 // pi exits. The variable PI_SESSION_WRAPPER_PID, when set, becomes the
-// leader's pid: the leader is pi's parent.
+// leader's pid, the leader being pi's parent, and PI_RELAUNCH_MARKER is
+// named after it. If the supervisor dies, the leader hangs pi up (hangUp).
 func RunLeader(args, env []string) int {
 	report := os.NewFile(3, "leader-report")
 	if len(args) == 0 {
