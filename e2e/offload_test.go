@@ -150,3 +150,31 @@ func TestOffloadEngineDown(t *testing.T) {
 		t.Errorf("outage notices = %d, want 1:\n%s", n, out)
 	}
 }
+
+// TestOffloadNotifyOnStart: with notifyOnStart the session start shows the
+// engine's notice, and a configuration problem ({"enabled": null}) is said
+// at start with its file, line and setting, while offloading stays on.
+func TestOffloadNotifyOnStart(t *testing.T) {
+	e := pitest.NewEnv(t)
+	cfg := filepath.Join(e.Work, ".pi", "context-engineer.json")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	if err := os.WriteFile(cfg, []byte("{\n  \"notifyOnStart\": true,\n  \"enabled\": null\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+	rpc.WaitFrom(0, "the start notice", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "Context Engineer is on")
+	})
+	warn, _ := rpc.WaitFrom(0, "the configuration warning", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "warning in the configuration")
+	})
+	if want := cfg + ":3: enabled: null is not true or false; using the default true"; !strings.Contains(warn.Str("message"), want) {
+		t.Errorf("start warning = %q, want it to hold %q", warn.Str("message"), want)
+	}
+	if got := warn.Str("notifyType"); got != "warning" {
+		t.Errorf("the configuration warning is a %q notice, want a warning", got)
+	}
+	if code := rpc.Close(); code != 0 {
+		t.Errorf("pi exited %d", code)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // writeTimeout bounds one write to a peer that stopped reading.
@@ -155,12 +157,12 @@ func (cn *conn) dispatch(f frame) {
 	said := cn.hello
 	cn.mu.Unlock()
 	if !said {
-		cn.reply(m.ID, nil, Errorf(CodeHelloFirst, "hooks: say hello before calling %s", m.Method))
+		cn.reply(m.ID, nil, Errorf(CodeHelloFirst, "hooks: say hello before calling %s", clip.Echo(m.Method)))
 		return
 	}
 	fn := cn.h.handler(m.Method)
 	if fn == nil {
-		cn.reply(m.ID, nil, Errorf(CodeMethodNotFound, "hooks: no method %s", m.Method))
+		cn.reply(m.ID, nil, Errorf(CodeMethodNotFound, "hooks: no method %s", clip.Echo(m.Method)))
 		return
 	}
 	select {

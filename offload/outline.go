@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Part is one named part of headed output: a section, a file of grep
@@ -282,9 +284,9 @@ func findSection(o Outline, name string) (Part, error) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				fmt.Fprintf(&b, "%q at byte %d", p.Name, p.Start)
+				fmt.Fprintf(&b, "%q at byte %d", cutText(p.Name, 60), p.Start)
 			}
-			return Part{}, argErr("section", "%q is ambiguous: %s; read one with offset and length, or use query", name, b.String())
+			return Part{}, argErr("section", "%q is ambiguous: %s; read one with offset and length, or use query", clip.Echo(name), b.String())
 		}
 	}
 	var b strings.Builder
@@ -296,7 +298,7 @@ func findSection(o Outline, name string) (Part, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(fmt.Sprintf("%q", clip(p.Name, 60)))
+		b.WriteString(fmt.Sprintf("%q", cutText(p.Name, 60)))
 	}
-	return Part{}, argErr("section", "no section named %q; the sections are %s", clip(name, 80), b.String())
+	return Part{}, argErr("section", "no section named %q; the sections are %s", clip.Echo(name), b.String())
 }

@@ -137,13 +137,13 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	for i, p := range o.Parts {
 		own := o.ownEnd(i)
 		heading := data[p.Start:lineEnd(data, int(p.Start))]
-		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", clip(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
+		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", cutText(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
 		pos, shown, used := int(p.Body), 0, 0
 		for pos < int(own) && shown < 3 {
 			le := min(lineEnd(data, pos), int(own))
 			line := trimCR(data[pos:le])
 			if len(bytes.TrimSpace(line)) > 0 {
-				l := "  " + clip(string(line), 160) + "\n"
+				l := "  " + cutText(string(line), 160) + "\n"
 				if used+len(l) > per {
 					break
 				}
@@ -212,9 +212,9 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	line := func(p Part) string {
 		indent := strings.Repeat("  ", max(p.Level-1, 0))
 		if o.Kind == "grep" {
-			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Lines, p.Start, p.End)
+			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Lines, p.Start, p.End)
 		}
-		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Start, p.End)
+		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Start, p.End)
 	}
 	var lines []string
 	size := b.Len()
@@ -312,7 +312,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 		var keys []string
 		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
 			ks, _ := unquote(k)
-			keys = append(keys, clip(ks, 30))
+			keys = append(keys, cutText(ks, 30))
 			return len(keys) < 6
 		})
 		of += " {" + strings.Join(keys, ", ") + "}"
@@ -336,7 +336,7 @@ func shortScalar(d []byte, s, e int) string {
 			n++
 			if len(keys) < 6 {
 				ks, _ := unquote(k)
-				keys = append(keys, clip(ks, 30))
+				keys = append(keys, cutText(ks, 30))
 			}
 			return true
 		})
@@ -346,7 +346,7 @@ func shortScalar(d []byte, s, e int) string {
 		}
 		return fmt.Sprintf("object {%s%s} (%d bytes)", strings.Join(keys, ", "), more, e-s)
 	}
-	return clip(string(d[s:e]), 60)
+	return cutText(string(d[s:e]), 60)
 }
 
 func kindList(kinds map[string]int) string {
@@ -453,7 +453,7 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 			} else {
 				v = shortScalar(d, m.vs, m.ve)
 			}
-			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(m.key, 60)), v)
+			l := fmt.Sprintf("  %s: %s", strconv.Quote(cutText(m.key, 60)), v)
 			if m.ve-m.vs > 200 {
 				l += fmt.Sprintf(" [bytes %d-%d]", m.vs, m.ve)
 			}
@@ -483,7 +483,7 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
 					eachMember(d, fs, func(k []byte, vs, ve int) bool {
 						key, _ := unquote(k)
-						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve)))
+						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(cutText(key, 60)), shortValue(d, vs, ve)))
 					})
 				} else {
 					writeLine(fmt.Sprintf("%s = %s\n", p, shortValue(d, fs, fe)))

@@ -62,7 +62,7 @@ func (o *offloadEngines) close() {
 // hooks, and the methods behind ctx_read, ctx_summarize, ctx_offload and /ce.
 func (o *offloadEngines) engine() hooks.Engine {
 	m := map[string]hooks.Handler{"toolResult": o.toolResult}
-	for _, name := range []string{"turnStart", "read", "summarize", "offload", "search", "status", "trace", "settings", "clear"} {
+	for _, name := range []string{"turnStart", "read", "summarize", "offload", "search", "status", "trace", "settings", "clear", "start"} {
 		m[name] = o.forward(name)
 	}
 	return hooks.Engine{

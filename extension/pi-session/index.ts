@@ -188,7 +188,7 @@ export default function (pi: ExtensionAPI) {
 		return changed ? { content: content as any, details, isError } : undefined;
 	});
 
-	registerOffload(pi, kit.call);
+	registerOffload(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
