@@ -178,3 +178,45 @@ func TestOffloadNotifyOnStart(t *testing.T) {
 		t.Errorf("pi exited %d", code)
 	}
 }
+
+// TestOffloadStoreOutage: with a store that cannot be written, large
+// results reach the model whole, the user is told once, and the host log
+// records the error once.
+func TestOffloadStoreOutage(t *testing.T) {
+	e := pitest.NewEnv(t)
+	path, data := buildLog(t, e.Work)
+	os.MkdirAll(filepath.Join(e.Work, ".pi"), 0o755)
+	if err := os.WriteFile(filepath.Join(e.Work, ".pi", "context-store"), []byte("a file where the store's directory goes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Set("FAUX_CONTEXT_WINDOW", "8000000") // 4 MB inline must not make pi compact
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"text": "done"},
+	}})
+	args := append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "read the log twice")
+	out, err := e.Command(pitest.Binary(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
+	}
+	for _, r := range reqs[1:] {
+		if got := lastToolResult(t, r); got != string(data) {
+			t.Errorf("request %d: the model saw %d bytes, want the original %d", r.N, len(got), len(data))
+		}
+	}
+	if n := strings.Count(string(out), "the store "+filepath.Join(e.Work, ".pi", "context-store")+" cannot be written"); n != 1 {
+		t.Errorf("outage notices = %d, want 1:\n%s", n, out)
+	}
+	log, err := os.ReadFile(filepath.Join(e.Agent, "pi-session", "host.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), `"msg":"offload store failed"`); n != 1 || !strings.Contains(string(log), "not a directory") {
+		t.Errorf("host log lines about the failure: %d, want 1 with the error:\n%s", n, log)
+	}
+}

@@ -224,7 +224,10 @@ func (e *Engine) Offload(ctx context.Context, req OffloadRequest) (OffloadResult
 	if err != nil {
 		return res, err
 	}
-	ent, dedup, err := s.Put(data, Meta{Kind: kind, Source: source, Key: key, Session: req.SessionID}, limits(cfg))
+	ent, dedup, err := s.Put(data, Meta{Kind: kind, Source: source, Key: key, Session: req.SessionID, Pending: true}, limits(cfg))
+	if err == nil {
+		err = s.Confirm(ent.Handle) // the answer hands the handle out
+	}
 	if err != nil {
 		return res, err
 	}

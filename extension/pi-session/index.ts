@@ -172,9 +172,11 @@ export default function (pi: ExtensionAPI) {
 				ctxReadActive,
 			};
 			const timeoutMs = 5000 + Math.ceil(bulk.length / (8 << 20)) * 1000;
-			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean }>(method, params, { bulk, signal: c.signal, timeoutMs });
+			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean; notice?: string }>(method, params, { bulk, signal: c.signal, timeoutMs });
 			const patch = answer?.result;
 			if (!patch) continue;
+			if (patch.notice) say(patch.notice, "warning"); // for the user: the engine says it once per outage
+			if (patch.content === undefined && patch.details === undefined && patch.isError === undefined) continue;
 			try {
 				if (patch.content) content = unpackBlocks(patch.content, answer.bulk);
 			} catch (e) {
