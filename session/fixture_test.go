@@ -277,7 +277,7 @@ func TestDamagedDiagnostics(t *testing.T) {
 	f := openFixture(t, "damaged")
 	var b strings.Builder
 	for _, d := range f.Diagnostics {
-		fmt.Fprintf(&b, "%d\t%d\t%v\n", d.Line, d.Offset, d.Err)
+		fmt.Fprintf(&b, "%d\t%d\t%s\t%v\n", d.Line, d.Offset, d.Field, d)
 	}
 	golden := filepath.Join("testdata", "damaged.diagnostics.golden")
 	if *update {

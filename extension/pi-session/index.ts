@@ -38,6 +38,8 @@ type Describe = {
 	tokens: number;
 	contextTokens: number;
 	diagnostics: number;
+	problems?: { text: string }[];
+	rest?: string;
 	leafId: string;
 };
 
@@ -248,18 +250,25 @@ export default function (pi: ExtensionAPI) {
 		const h = hello!;
 		const flags = [h.role, h.mode, h.subagent ? "subagent" : "", h.headless ? "headless" : "", info.owned ? "relaunch available" : ""].filter(Boolean);
 		row("session", `${h.sessionId} (${flags.join(", ")})`);
-		const d = await ask<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" });
-		if (!d) {
-			row("file", "session.describe failed");
+		let r: Describe;
+		try {
+			r = (await call<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" })).result;
+		} catch (e) {
+			row("file", `${c.sessionManager.getSessionFile() ?? "(in memory)"}`);
+			row("read", `session.describe failed: ${(e as EngineError).message}`);
 			return lines.join("\n");
 		}
-		const r = d.result;
 		row("file", r.exists ? r.sessionFile : `${r.sessionFile || "(in memory)"} (not written yet)`);
 		const usage = c.getContextUsage();
 		const piTokens = usage?.tokens == null ? "unknown" : String(usage.tokens);
 		row("read", `${r.entries} entries, branch ${r.branch}, ${r.messages} messages (${r.llmMessages} sent to the model)`);
 		row("tokens", `${r.contextTokens} in context (pi says ${piTokens}); ${r.tokens} estimated over the messages`);
-		if (r.diagnostics > 0) row("problems", `${r.diagnostics} lines pi would skip or tree defects`);
+		if (r.diagnostics > 0) {
+			row("problems", `${r.diagnostics} in the file: lines pi skips, tree defects, fields it cannot use as meant`);
+			for (const p of r.problems ?? []) lines.push(`            ${p.text}`);
+			const more = r.diagnostics - (r.problems?.length ?? 0);
+			if (more > 0 && r.rest) lines.push(`            ${more} more: ${r.rest}`);
+		}
 		return lines.join("\n");
 	};
 }
