@@ -536,11 +536,14 @@ func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textByt
 	if err != nil {
 		return e.storeFailed(err, textBytes)
 	}
-	var data []byte
-	if len(texts) == 1 {
-		data = req.Content[texts[0]].bytes() // the stored bytes, already in memory
+	if len(texts) > 1 {
+		// The preview comes from the blocks in memory, not the stored
+		// envelope read back.
+		budget := previewBudget(cfg, strategy)
+		return e.notice(req, cfg, ent, blocksPreviewOf(req, texts, budget), nil, dedup, textBytes, strategy, warning, note)
 	}
-	return e.noticeFor(req, cfg, s, ent, data, dedup, textBytes, strategy, warning, note)
+	// The stored bytes are in memory already.
+	return e.noticeFor(req, cfg, s, ent, req.Content[texts[0]].bytes(), dedup, textBytes, strategy, warning, note)
 }
 
 // noticeFor builds the notice of a stored entry and checks the saving.
@@ -555,11 +558,21 @@ func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entr
 		defer blob.Close()
 		data = blob.Data
 	}
-	budget := int(cfg.OffloadPreviewBytes)
+	pv := buildPreview(data, ent.Kind == "textBlocks", previewBudget(cfg, strategy))
+	return e.notice(req, cfg, ent, pv, data, dedup, textBytes, strategy, warning, note)
+}
+
+// previewBudget is the size of a notice's preview.
+func previewBudget(cfg Config, strategy string) int {
 	if strategy == "turn-budget" {
-		budget = min(budget, turnPreviewBytes)
+		return min(int(cfg.OffloadPreviewBytes), turnPreviewBytes)
 	}
-	pv := buildPreview(data, ent.Kind == "textBlocks", budget)
+	return int(cfg.OffloadPreviewBytes)
+}
+
+// notice builds the notice of a stored entry from its preview and checks
+// the saving; data is the stored payload when it is a single text.
+func (e *Engine) notice(req ToolResultRequest, cfg Config, ent Entry, pv preview, data []byte, dedup bool, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
 	lines := totalLines(data)
 	if ent.Kind == "textBlocks" {
 		lines = 0

@@ -220,3 +220,33 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBlocksPreview: the preview of text blocks built from the blocks in
+// memory is the one built from their stored envelope.
+func FuzzBlocksPreview(f *testing.F) {
+	f.Add("first block\nwith lines\n", "second \xff\xfe block\t\"quoted\"\n", 300)
+	f.Add("", "x", 2048)
+	f.Add(strings.Repeat("héllo wörld\n", 500), strings.Repeat("\x00\x1f", 300), 512)
+	f.Fuzz(func(t *testing.T, a, b string, budget int) {
+		budget = 256 + abs(budget)%4096
+		req := ToolResultRequest{Content: []ContentBlock{{Type: "text", Text: a}, {Type: "image"}, {Type: "text", Raw: []byte(b)}}}
+		var env bytes.Buffer
+		if err := writeEnvelope(&env, req, []int{0, 2}); err != nil {
+			t.Fatal(err)
+		}
+		want, ok := blocksPreview(env.Bytes(), budget)
+		if !ok {
+			t.Fatalf("no blocks in %q", env.Bytes())
+		}
+		if got := blocksPreviewOf(req, []int{0, 2}, budget); got != want {
+			t.Fatalf("from memory:\n%+v\nfrom the envelope:\n%+v", got, want)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
