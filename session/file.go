@@ -272,7 +272,7 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	if leafID != "" {
 		leaf = f.Entry(leafID)
 		if leaf == nil {
-			return nil, fmt.Errorf("session: branch from %q: %w", leafID, ErrUnknownEntry)
+			return nil, fmt.Errorf("session: branch from %q: %w", clip.Echo(leafID), ErrUnknownEntry)
 		}
 	}
 	if leaf == nil {
@@ -282,7 +282,7 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	for cur := leaf; cur != nil; {
 		path = append(path, cur)
 		if len(path) > len(f.Entries) {
-			return nil, fmt.Errorf("session: branch from %q: parent links loop: %w", leaf.ID, ErrCycle)
+			return nil, fmt.Errorf("session: branch from %q: parent links loop: %w", clip.Echo(leaf.ID), ErrCycle)
 		}
 		switch {
 		case cur.ParentID == "":

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/offload"
 )
@@ -32,7 +33,7 @@ func newOffloadEngines() *offloadEngines {
 func (o *offloadEngines) get(r *hooks.Request) (*workspaceEngine, error) {
 	dir := r.Peer.Hello.Cwd
 	if !filepath.IsAbs(dir) {
-		return nil, hooks.Errorf(hooks.CodeInvalidParams, "offload: the session's cwd %q is not an absolute path", dir)
+		return nil, hooks.Errorf(hooks.CodeInvalidParams, "offload: the session's cwd %q is not an absolute path", clip.Echo(dir))
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
