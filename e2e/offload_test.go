@@ -46,6 +46,21 @@ func lastToolResult(t *testing.T, r pitest.Request) string {
 
 var handleRE = regexp.MustCompile(`ce_[0-9a-f]{24}`)
 
+// printRun runs pi-session -p prompt with the test tools and returns its
+// output and the model's requests, which must number want.
+func printRun(t *testing.T, e *pitest.Env, prompt string, want int) ([]byte, []pitest.Request) {
+	t.Helper()
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", prompt)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != want {
+		t.Fatalf("model requests = %d, want %d\n%s", len(reqs), want, out)
+	}
+	return out, reqs
+}
+
 // TestOffloadEndToEnd: a tool returns 2 MB of log; the model's next request
 // holds the notice, not the log; the model reads the ERROR lines back with
 // ctx_read; /ce status reports the saving; the store holds the exact bytes.
@@ -57,15 +72,7 @@ func TestOffloadEndToEnd(t *testing.T) {
 		{"tool": "ctx_read", "args": map[string]any{"id": "${lastHandle}", "query": "ERROR", "contextLines": 0}},
 		{"text": "found them"},
 	}})
-	args := append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "what failed in the build?")
-	out, err := e.Command(pitest.Binary(t), args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
-	}
+	out, reqs := printRun(t, e, "what failed in the build?", 3)
 
 	notice := lastToolResult(t, reqs[1])
 	handle := handleRE.FindString(notice)
@@ -195,15 +202,7 @@ func TestOffloadStoreOutage(t *testing.T) {
 		{"tool": "dump_file", "args": map[string]any{"path": path}},
 		{"text": "done"},
 	}})
-	args := append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "read the log twice")
-	out, err := e.Command(pitest.Binary(t), args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
-	}
+	out, reqs := printRun(t, e, "read the log twice", 3)
 	for _, r := range reqs[1:] {
 		if got := lastToolResult(t, r); got != string(data) {
 			t.Errorf("request %d: the model saw %d bytes, want the original %d", r.N, len(got), len(data))

@@ -96,18 +96,10 @@ func TestDescribeDiagnostics(t *testing.T) {
 	lines += `{"type":"message","id":"b","par`
 	os.WriteFile(path, []byte(lines), 0o600)
 	h, _ := startHost(t, Config{})
-	ctx := context.Background()
-	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionFile: path})
+	d, err := describeVia(t, h, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	res, _, err := c.Call(ctx, "session.describe", DescribeParams{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d Describe
-	json.Unmarshal(res, &d)
 	want := []Problem{
 		{Where: path + ":2", Line: 2, Field: "message.content", What: `"message.content" is a number, want a string or an array of content blocks (role "user"); pi keeps the entry as written: invalid field`},
 		{Where: path + ":2", Line: 2, Field: "timestamp", What: `"timestamp" is "yesterday-ish", not an ISO 8601 time such as 2026-11-30T09:18:59.639Z: invalid field`},
@@ -130,13 +122,23 @@ func TestDescribeDiagnostics(t *testing.T) {
 
 	bom := filepath.Join(dir, "bom.jsonl")
 	os.WriteFile(bom, []byte("\xef\xbb\xbf"+lines), 0o600)
-	c2, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionFile: bom})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	_, _, err = c2.Call(ctx, "session.describe", DescribeParams{}, nil)
+	_, err = describeVia(t, h, bom)
 	if err == nil || !strings.Contains(err.Error(), bom+":1: the file starts with a UTF-8 byte order mark") {
 		t.Errorf("describe of a file with a BOM = %v, want the reason at line 1", err)
 	}
+}
+
+// describeVia asks h for session.describe as a session of the file path.
+func describeVia(t *testing.T, h *Host, path string) (Describe, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var d Describe
+	res, _, err := c.Call(ctx, "session.describe", DescribeParams{}, nil)
+	json.Unmarshal(res, &d)
+	return d, err
 }

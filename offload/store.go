@@ -148,17 +148,10 @@ func OpenStore(dir string, now func() time.Time) (*Store, error) {
 			return nil, fmt.Errorf("offload: store: %w", err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
-	defer s.unlock()
-	if err := s.refresh(); err != nil {
-		return nil, err
-	}
-	if err := s.sweep(false); err != nil {
-		s.lockF.Close()
+	if err := s.locked(func() error { return s.sweep(false) }); err != nil {
+		if s.lockF != nil {
+			s.lockF.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -608,6 +601,21 @@ func (s *Store) commit(sha string, size int64, tmp string, meta Meta, lim Limits
 // whatever becomes of its writer. Confirming a confirmed or unknown
 // handle does nothing.
 func (s *Store) Confirm(handle string) error {
+	return s.locked(func() error {
+		e, ok := s.entries[handle]
+		if !ok || !e.Pending {
+			return nil
+		}
+		e.Pending, e.Writer = false, ""
+		if err := s.appendRecords([]record{{Op: "put", Entry: e}}); err != nil {
+			return err
+		}
+		return s.refresh()
+	})
+}
+
+// locked runs fn with s.mu and the store's lock held, the index up to date.
+func (s *Store) locked(fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.lock(); err != nil {
@@ -617,15 +625,7 @@ func (s *Store) Confirm(handle string) error {
 	if err := s.refresh(); err != nil {
 		return err
 	}
-	e, ok := s.entries[handle]
-	if !ok || !e.Pending {
-		return nil
-	}
-	e.Pending, e.Writer = false, ""
-	if err := s.appendRecords([]record{{Op: "put", Entry: e}}); err != nil {
-		return err
-	}
-	return s.refresh()
+	return fn()
 }
 
 // Removal is one entry the cleanup plan removes, and why.
@@ -924,37 +924,27 @@ func (s *Store) Entries() ([]Entry, error) {
 
 // Clear removes every payload.
 func (s *Store) Clear() (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
-	defer s.unlock()
-	if err := s.refresh(); err != nil {
-		return 0, err
-	}
 	var plan []Removal
-	for h := range s.entries {
-		plan = append(plan, Removal{h, "cleared"})
-	}
-	sort.Slice(plan, func(i, j int) bool { return plan[i].Handle < plan[j].Handle })
-	if err := s.remove(plan); err != nil {
+	err := s.locked(func() error {
+		for h := range s.entries {
+			plan = append(plan, Removal{h, "cleared"})
+		}
+		sort.Slice(plan, func(i, j int) bool { return plan[i].Handle < plan[j].Handle })
+		if err := s.remove(plan); err != nil {
+			return err
+		}
+		return s.compact()
+	})
+	if err != nil {
 		return 0, err
 	}
-	return len(plan), s.compact()
+	return len(plan), nil
 }
 
 // Maintain runs the cleanup now (it otherwise runs as payloads are stored).
 func (s *Store) Maintain(lim Limits) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
-	s.lastScan = time.Time{}
-	return s.cleanup(lim, "")
+	return s.locked(func() error {
+		s.lastScan = time.Time{}
+		return s.cleanup(lim, "")
+	})
 }

@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestDiagnosticFixtures reads every file of testdata/diagnostics the two
@@ -34,19 +32,7 @@ func TestDiagnosticFixtures(t *testing.T) {
 		fd.Close()
 		fmt.Fprintf(&b, "Parse:%s", describeRead(t, path, pf, err))
 	}
-	golden := filepath.Join("testdata", "diagnostics.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("diagnostics mismatch (-golden +got):\n%s", diff)
-	}
+	checkGolden(t, filepath.Join("testdata", "diagnostics.golden"), b.String())
 }
 
 // describeRead renders a read for the golden file and checks what every
