@@ -11,6 +11,7 @@ import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
+import { registerBudget } from "./budget.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -193,6 +194,7 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	registerOffload(pi, kit);
+	registerBudget(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
