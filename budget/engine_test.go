@@ -91,7 +91,7 @@ func TestEngineEnforceCycle(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
 	eng := e.engine()
 	p := Peer{SessionID: "s1", Cwd: e.cwd}
-	v := eng.Start(p, nil, "faux/faux-1")
+	v := eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	if v.Mode != ModeEnforce || v.Footer != "budget: enforce" || v.Gate {
 		t.Fatalf("start: %+v", v)
 	}
@@ -160,7 +160,7 @@ func TestEngineObserveBlocksNothing(t *testing.T) {
 	e := newTestEnv(t, strings.Replace(enforceConfig, "enforce", "observe", 1))
 	eng := e.engine()
 	p := Peer{SessionID: "s2", Cwd: e.cwd}
-	eng.Start(p, nil, "faux/faux-1")
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	ctx := context.Background()
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4100), Usage: i64(4000), Continues: true})
@@ -195,7 +195,7 @@ func TestEngineManualWithWrapperArmsRelaunch(t *testing.T) {
 	p := Peer{SessionID: "s3", Cwd: e.cwd, Wrapper: true}
 	var armed string
 	arm := func(h, lp string) (string, error) { armed = h; return "/m/marker.json", nil }
-	eng.Start(p, arm, "faux/faux-1")
+	eng.Start(p, arm, StartParams{Model: "faux/faux-1"})
 	req, _ := eng.Manual(p, arm, "stop here")
 	if !strings.HasPrefix(req, ManualPrefix) || !strings.Contains(req, "stop here") || !strings.Contains(req, "fresh process") {
 		t.Errorf("manual request: %s", req)
@@ -222,7 +222,7 @@ func TestEngineBackoffAndRejections(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
 	eng := e.engine()
 	p := Peer{SessionID: "s4", Cwd: e.cwd}
-	eng.Start(p, nil, "faux/faux-1")
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	ctx := context.Background()
 	args := `{"goal":"the same goal","next_step":"the same step","facts":"the same facts","files_to_read":["missing.md"]}`
 	for i := 0; i < 2; i++ {

@@ -265,27 +265,30 @@ func BenchmarkToolResultHook16MB(b *testing.B) {
 	b.ReportMetric((hook-engine)/engine, "transfer/engine")
 }
 
-// BenchmarkBudgetTurn: the per-turn cost of the budget's hooks through
-// real pi. The same scripted session of 60 tool turns runs without the
-// extension, then with it twice: in enforce mode below the thresholds (the
-// steady state: one turn_end round trip per turn, tool calls not asked),
-// and in observe mode past the thresholds (turn_end and tool_call sent
-// each turn, not awaited). It reports the hooks' own time as the extension
-// measured it, and the wall-clock difference per turn, which includes the
-// other engines' hooks.
+// BenchmarkBudgetTurn: the per-turn cost of the budget hooks through
+// real pi. The same scripted session of N and then 2N tool turns runs
+// without the extension and with it (enforce mode below the thresholds,
+// the steady state: one turn_end round trip per turn; observe mode past
+// the thresholds: turn_end and tool_call sent each turn without waiting).
+// The per-turn cost is the slope (T(2N) - T(N)) / N, so what a run pays
+// once (pi's start, the extension's load, connect and hello) cancels; the
+// overhead is the slope with the extension minus the slope without it, in
+// the same repeat. It also reports the hooks' own time as the extension
+// measured it (PI_SESSION_BUDGET_TIMING).
 func BenchmarkBudgetTurn(b *testing.B) {
 	bin := pitest.Binary(b)
-	const turns = 60
-	steps := []map[string]any{}
-	for i := 0; i < turns; i++ {
-		steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
-	}
-	steps = append(steps, map[string]any{"text": "done"})
+	const n = 40
 	const (
 		enforceBelow = `{"mode":"enforce"}`
 		observePast  = `{"mode":"observe","models":{"faux/faux-1":{"main":{"soft":10,"handoff":20,"hard":100000000,"minProgress":1}}}}`
 	)
-	run := func(cfg string) (float64, float64) {
+	var gapsWithout, gapsEnforce, gapsObserve []float64
+	run := func(cfg string, turns int) (float64, float64) {
+		steps := []map[string]any{}
+		for i := 0; i < turns; i++ {
+			steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
+		}
+		steps = append(steps, map[string]any{"text": "done"})
 		e := pitest.NewEnv(b)
 		if cfg != "" {
 			if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
@@ -295,6 +298,11 @@ func BenchmarkBudgetTurn(b *testing.B) {
 			e.Set("PI_SESSION_EXTENSION", "off")
 		}
 		e.Scenario(map[string]any{"steps": steps})
+		// No request log: the scripted model would read the whole log at
+		// each request, a cost growing with the square of the turns.
+		e.Set("FAUX_LOG", "")
+		times := filepath.Join(e.Work, "times.txt")
+		e.Set("FAUX_TIMES", times)
 		timing := filepath.Join(e.Work, "timing.jsonl")
 		e.Set("PI_SESSION_BUDGET_TIMING", timing)
 		start := time.Now()
@@ -303,30 +311,84 @@ func BenchmarkBudgetTurn(b *testing.B) {
 		if err != nil {
 			b.Fatalf("pi-session: %v\n%s", err, out)
 		}
-		if n := len(e.Requests()); n != turns+1 {
-			b.Fatalf("%d model requests, want %d", n, turns+1)
+		if !strings.Contains(string(out), "done") {
+			b.Fatalf("the session did not end with the last step:\n%s", out)
 		}
-		if cfg == "" {
+		// The median time between two model requests of the steady state:
+		// one turn (tool, hooks, session writes), without what runs once.
+		gaps := requestGaps(b, times, 5)
+		switch cfg {
+		case "":
+			gapsWithout = append(gapsWithout, gaps)
 			return d, 0
+		case enforceBelow:
+			gapsEnforce = append(gapsEnforce, gaps)
+		default:
+			gapsObserve = append(gapsObserve, gaps)
 		}
 		var rec map[string]float64
 		line, _ := os.ReadFile(timing)
-		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < turns {
+		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < float64(turns) {
 			b.Fatalf("timing %q: %v", line, err)
 		}
+		b.Logf("%d turns, %s: hooks %.2f ms/turn, of which getContextUsage %.2f; median gap %.2f ms", turns, cfg, (rec["turnEndMs"]+rec["toolCallMs"])/rec["turns"], rec["usageMs"]/rec["turns"], gaps)
 		return d, (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
 	}
-	var without, enforce, observe, enforceHook, observeHook []float64
+	var enforce, observe, without, enforceHook, observeHook []float64
 	for i := 0; i < b.N; i++ {
-		d0, _ := run("")
-		d1, h1 := run(enforceBelow)
-		d2, h2 := run(observePast)
-		without, enforce, observe = append(without, d0), append(enforce, d1), append(observe, d2)
+		slope := func(cfg string) (float64, float64) {
+			t1, h1 := run(cfg, n)
+			t2, h2 := run(cfg, 2*n)
+			return (t2 - t1) / n, (h1 + h2) / 2
+		}
+		s0, _ := slope("")
+		s1, h1 := slope(enforceBelow)
+		s2, h2 := slope(observePast)
+		b.Logf("repeat %d: per turn without the extension %.2f ms, enforce +%.2f ms, observe +%.2f ms; hooks %.2f / %.2f ms", i, s0, s1-s0, s2-s0, h1, h2)
+		without, enforce, observe = append(without, s0), append(enforce, s1-s0), append(observe, s2-s0)
 		enforceHook, observeHook = append(enforceHook, h1), append(observeHook, h2)
 	}
+	b.ReportMetric(medianF(enforce), "enforce-ms/turn")
+	b.ReportMetric(medianF(observe), "observe-ms/turn")
+	b.ReportMetric(medianF(without), "without-ms/turn")
 	b.ReportMetric(medianF(enforceHook), "enforce-hooks-ms/turn")
 	b.ReportMetric(medianF(observeHook), "observe-hooks-ms/turn")
-	b.ReportMetric((medianF(enforce)-medianF(without))/turns, "enforce-wall-ms/turn")
-	b.ReportMetric((medianF(observe)-medianF(without))/turns, "observe-wall-ms/turn")
-	b.ReportMetric(medianF(without), "without-ms")
+	b.ReportMetric(medianF(gapsEnforce)-medianF(gapsWithout), "enforce-gap-ms/turn")
+	b.ReportMetric(medianF(gapsObserve)-medianF(gapsWithout), "observe-gap-ms/turn")
+	b.ReportMetric(medianF(gapsWithout), "without-gap-ms")
+	b.ReportMetric(spread(enforce), "enforce-spread-ms")
+	b.ReportMetric(spread(observe), "observe-spread-ms")
+}
+
+// requestGaps is the median time between consecutive model requests in
+// a FAUX_TIMES file, skipping the first skip requests.
+func requestGaps(b *testing.B, file string, skip int) float64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ts, gaps []float64
+	for _, l := range strings.Fields(string(data)) {
+		v, err := strconv.ParseFloat(l, 64)
+		if err != nil {
+			b.Fatalf("%s: %v", file, err)
+		}
+		ts = append(ts, v)
+	}
+	for i := skip + 1; i < len(ts); i++ {
+		gaps = append(gaps, ts[i]-ts[i-1])
+	}
+	if len(gaps) == 0 {
+		b.Fatalf("%s: %d requests", file, len(ts))
+	}
+	return medianF(gaps)
+}
+
+// spread is max - min.
+func spread(xs []float64) float64 {
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return hi - lo
 }
