@@ -270,7 +270,9 @@ func cutMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	marker := func(cut int) string { return fmt.Sprintf("\n[…cut %d bytes from the middle of this message…]\n", cut) }
+	marker := func(cut int) string {
+		return fmt.Sprintf("\n[…cut %d bytes from the middle of this message…]\n", cut)
+	}
 	half := max((n-len(marker(len(s))))/2, 0)
 	head, tail := cutBytes(s, half), tailBytes(s, half)
 	return head + marker(len(s)-len(head)-len(tail)) + tail

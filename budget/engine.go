@@ -513,10 +513,10 @@ type View struct {
 	// QuietBelow, when set, is a context size below which a turn_end with
 	// the same model cannot change anything pi does (enforce mode, idle,
 	// nothing due): the extension then need not wait for the answer.
-	QuietBelow *float64 `json:"quietBelow"`
-	LastHandoff    string              `json:"lastHandoff,omitempty"`
-	ConfigPath     string              `json:"configPath"`
-	ConfigErrors   []ConfigError       `json:"configErrors,omitempty"`
+	QuietBelow   *float64      `json:"quietBelow"`
+	LastHandoff  string        `json:"lastHandoff,omitempty"`
+	ConfigPath   string        `json:"configPath"`
+	ConfigErrors []ConfigError `json:"configErrors,omitempty"`
 }
 
 func (s *sess) view() View {
@@ -634,8 +634,8 @@ type ToolResultInfo struct {
 	ToolName   string `json:"toolName"`
 	ToolCallID string `json:"toolCallId"`
 	IsError    bool   `json:"isError"`
-	Grace    bool   `json:"grace"` // it ran as a grace call
-	Blocked  bool   `json:"blocked"`
+	Grace      bool   `json:"grace"` // it ran as a grace call
+	Blocked    bool   `json:"blocked"`
 }
 
 // TurnEndParams is what turn_end reports.
