@@ -71,7 +71,8 @@ func TestBudgetObserve(t *testing.T) {
 	}
 	reqs := e.Requests()
 	if len(reqs) != 4 {
-		t.Fatalf("model requests = %d, want 4\n%s", len(reqs), out)
+		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
+		t.Fatalf("model requests = %d, want 4\n%s\n%s", len(reqs), out, ev)
 	}
 	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
 		t.Errorf("observe mode changed a tool result: %q", r)
@@ -259,5 +260,101 @@ func TestBudgetOverflowRecovery(t *testing.T) {
 	}
 	if evs := budgetEvents(t, e); !hasEvent(evs, "overflow_recovery") || !hasEvent(evs, "backstop") {
 		t.Errorf("events lack overflow_recovery or backstop")
+	}
+}
+
+// nonSystem is a request's messages besides the system prompt.
+func nonSystem(r pitest.Request) []pitest.Message {
+	var out []pitest.Message
+	for _, m := range r.Decoded() {
+		if m.Role != "system" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestBudgetHandoffPlainPi: without pi-session (plain pi with the
+// extension, which starts pi-session serve), /handoff commits in place:
+// the request after the handoff is the handoff and the continuation, from
+// the same process and session. No configuration: observe mode, where
+// /handoff works too.
+func TestBudgetHandoffPlainPi(t *testing.T) {
+	e := pitest.NewEnv(t)
+	e.Set("PI_SESSION_BIN", pitest.Binary(t))
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"text": "noted"},
+		{"tool": "context_handoff", "args": map[string]any{"goal": "ship the parser", "next_step": "run the tests", "facts": "the lexer is done"}},
+		{"text": "continuing in place"},
+	}})
+	pi := filepath.Join(pitest.ToolsBin(t), "pi")
+	out, err := e.Command(pi, append(e.PiArgs("extension"), "-p", "never touch the public API", "/handoff start over")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 3 {
+		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
+		t.Fatalf("model requests = %d, want 3\n%s\n%s", len(reqs), out, ev)
+	}
+	if !strings.Contains(reqs[1].LastUser(), "start over") || strings.Contains(reqs[1].LastUser(), "fresh process") {
+		t.Errorf("the /handoff request under plain pi = %q", reqs[1].LastUser())
+	}
+	msgs := nonSystem(reqs[2])
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "# Handoff ") || !strings.Contains(msgs[0].Text(), "> never touch the public API") ||
+		!strings.Contains(msgs[1].Text(), "The context was reset to the handoff above") {
+		t.Fatalf("the request after /handoff is not the handoff and the continuation: %v", msgs)
+	}
+	if reqs[2].PID != reqs[0].PID {
+		t.Errorf("pid %d after the handoff, %d before: want the same process", reqs[2].PID, reqs[0].PID)
+	}
+	evs := budgetEvents(t, e)
+	var committed map[string]any
+	for _, ev := range evs {
+		if ev["event"] == "handoff_committed" {
+			committed = ev
+		}
+	}
+	if committed == nil || committed["source"] != "manual" || committed["mode"] != "observe" {
+		t.Errorf("handoff_committed = %v, want a manual commit carried out in observe mode", committed)
+	}
+	if hasEvent(evs, "relaunch_armed") {
+		t.Error("plain pi armed a relaunch")
+	}
+}
+
+// TestBudgetHandoffPastThreshold: /handoff while the policy already
+// requires a handoff (enforce mode, past the threshold) is still the
+// user's: under pi-session it ends in a relaunch, not an in-place commit.
+func TestBudgetHandoffPastThreshold(t *testing.T) {
+	e := pitest.NewEnv(t)
+	budgetConfig(t, e, "enforce", `,"handoffGrace":{"enabled":false}`)
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		growSteps[0], growSteps[1],
+		{"text": "I will stop here"}, // the policy's settle continuation asks for a handoff
+		{"text": "still stopping"},
+		{"tool": "context_handoff", "args": map[string]any{"goal": "g", "next_step": "n", "facts": "f"}}, // /handoff
+		{"text": "ending this process"},
+		{"text": "relaunched: ${lastUser}"},
+	}})
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work", "/handoff now")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 7 {
+		t.Fatalf("model requests = %d, want 7\n%s", len(reqs), out)
+	}
+	if reqs[6].PID == reqs[5].PID || !regexp.MustCompile(`^continue from /\S+-1\.md$`).MatchString(reqs[6].LastUser()) {
+		t.Errorf("last request from pid %d (before: %d): %q, want a relaunch continuing from the handoff", reqs[6].PID, reqs[5].PID, reqs[6].LastUser())
+	}
+	evs := budgetEvents(t, e)
+	for _, want := range []string{"handoff_required", "relaunch_armed", "relaunch_marker"} {
+		if !hasEvent(evs, want) {
+			t.Errorf("events lack %s", want)
+		}
+	}
+	if hasEvent(evs, "handoff_committed") {
+		t.Error("the /handoff committed in place under pi-session")
 	}
 }
