@@ -358,3 +358,108 @@ func TestBudgetHandoffPastThreshold(t *testing.T) {
 		t.Error("the /handoff committed in place under pi-session")
 	}
 }
+
+// TestBudgetOverflowRecoveryObserve: in observe mode (the default) a
+// provider overflow pi does not recover itself is recovered by one
+// compact-and-retry with pi's own summarizer; when that summarizer fails,
+// by one bounded mechanical compaction.
+func TestBudgetOverflowRecoveryObserve(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		summarizer map[string]any
+		want       string
+	}{
+		{"native summarizer", map[string]any{"text": "SUMMARY: the user gave the numbers 4 and 2"}, "SUMMARY: the user gave the numbers 4 and 2"},
+		{"summarizer fails", map[string]any{"error": "summarizer unavailable"}, "Emergency handoff (mechanical)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := pitest.NewEnv(t)
+			if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1},"retry":{"enabled":false}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e.Scenario(map[string]any{"steps": []map[string]any{
+				{"text": "first answer"},
+				{"error": "prompt is too long: 250000 tokens > 200000 maximum"},
+				c.summarizer,
+				{"text": "recovered"},
+			}})
+			rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+			rpc.Prompt("remember the numbers 4 and 2")
+			from := rpc.Prompt("now add them")
+			rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
+				return r.Str("type") == "agent_settled" && len(e.Requests()) >= 4
+			})
+			reqs := e.Requests()
+			if len(reqs) != 4 {
+				t.Fatalf("model requests = %d, want 4 (prompt, overflow, summary, retry)", len(reqs))
+			}
+			var texts []string
+			for _, m := range nonSystem(reqs[3]) {
+				texts = append(texts, m.Text())
+			}
+			all := strings.Join(texts, "\n---\n")
+			for _, want := range []string{c.want, "exceeded the model's context window"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("the retried request lacks %q:\n%s", want, all)
+				}
+			}
+			if code := rpc.Close(); code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+			evs := budgetEvents(t, e)
+			if !hasEvent(evs, "overflow_recovery") {
+				t.Error("events lack overflow_recovery")
+			}
+			if mech := hasEvent(evs, "backstop"); mech != (c.summarizer["error"] != nil) {
+				t.Errorf("mechanical backstop used: %v", mech)
+			}
+		})
+	}
+}
+
+// TestBudgetGuardOff: a shared guard library at <agentDir>/lib/guards.ts
+// whose isGuardOff("context") says true turns enforcement off for the
+// session: nothing is blocked, the crossing is logged as
+// guard_off_threshold, and the mismatch names the guard.
+func TestBudgetGuardOff(t *testing.T) {
+	e := pitest.NewEnv(t)
+	budgetConfig(t, e, "enforce", `,"handoffGrace":{"enabled":false}`)
+	lib := filepath.Join(e.Agent, "lib")
+	if err := os.MkdirAll(lib, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	guards := `export function isGuardOff(name: string): boolean { return name === "context"; }` + "\n"
+	if err := os.WriteFile(filepath.Join(lib, "guards.ts"), []byte(guards), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Scenario(map[string]any{"steps": append(append([]map[string]any{}, growSteps...), map[string]any{"text": "done"})})
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("model requests = %d, want 4\n%s", len(reqs), out)
+	}
+	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
+		t.Errorf("a tool was blocked with the context guard off: %q", r)
+	}
+	evs := budgetEvents(t, e)
+	var mismatch map[string]any
+	for _, ev := range evs {
+		if ev["event"] == "mode_mismatch" {
+			mismatch = ev
+		}
+	}
+	if mismatch == nil || mismatch["effective"] != "off" || mismatch["reason"] != "context guard off" {
+		t.Errorf("mode_mismatch = %v", mismatch)
+	}
+	if !hasEvent(evs, "guard_off_threshold") {
+		t.Error("events lack guard_off_threshold")
+	}
+	for _, not := range []string{"tool_blocked", "handoff_required", "would_tool_blocked"} {
+		if hasEvent(evs, not) {
+			t.Errorf("the guard's off logged %s", not)
+		}
+	}
+}
