@@ -571,15 +571,7 @@ func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
 		if r.Last.Path != "" {
 			s.last, s.lastAt = r.Last, r.Last.WrittenAt
 		} else if r.ContinuedFrom != "" {
-			// A pi relaunched from a handoff: that is its last handoff
-			// (shown by pi-session status, named as the previous one by
-			// the next).
-			if sc, err := ReadSidecar(r.ContinuedFrom); err == nil {
-				s.last, s.lastAt = sc.Backoff, sc.Backoff.WrittenAt
-			} else {
-				s.last = HandoffDetails{Kind: "handoff", Path: r.ContinuedFrom}
-			}
-			e.event(s, "continued_from", map[string]any{"handoff": r.ContinuedFrom})
+			e.continuedFrom(s, r.ContinuedFrom)
 		}
 	})
 	e.event(s, "session_start", map[string]any{"configured": s.configuredMode(), "wrapper": p.Wrapper, "subagent": p.Subagent, "model": sp.Model, "guardOff": s.guardOff})
@@ -621,11 +613,35 @@ func (e *Engine) Input(p Peer, arm ArmFunc, ip InputParams) (compact bool, v Vie
 	return compact, s.view()
 }
 
-// AgentStart is a genuinely new run (before_agent_start from input).
-func (e *Engine) AgentStart(p Peer, arm ArmFunc, manual bool) View {
+// continuedFrom records the handoff a relaunched pi continues from as the
+// session's last handoff: pi-session status shows it, the next handoff
+// names it as the previous one.
+func (e *Engine) continuedFrom(s *sess, handoff string) {
+	if sc, err := ReadSidecar(handoff); err == nil && sc.Backoff.Path == handoff {
+		s.last, s.lastAt = sc.Backoff, sc.Backoff.WrittenAt
+	} else {
+		s.last, s.lastAt = HandoffDetails{Kind: "handoff", Path: handoff}, time.Time{}
+	}
+	e.event(s, "continued_from", map[string]any{"handoff": handoff})
+}
+
+// AgentStartParams is before_agent_start from input.
+type AgentStartParams struct {
+	Manual bool   `json:"manual"` // the run /handoff started
+	Prompt string `json:"prompt"` // the prompt's end (the extension sends at most 4 KiB)
+}
+
+// AgentStart is a genuinely new run (before_agent_start from input). The
+// first prompt of a pi relaunched from a handoff names it.
+func (e *Engine) AgentStart(p Peer, arm ArmFunc, ap AgentStartParams) View {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	e.apply(s, ExternalRun{Manual: manual})
+	if s.last.Path == "" {
+		if m := continueRE.FindStringSubmatch(ap.Prompt); m != nil {
+			e.continuedFrom(s, m[1])
+		}
+	}
+	e.apply(s, ExternalRun{Manual: ap.Manual})
 	return s.view()
 }
 

@@ -203,7 +203,7 @@ func TestEngineManualWithWrapperArmsRelaunch(t *testing.T) {
 	if !strings.HasPrefix(req, ManualPrefix) || !strings.Contains(req, "stop here") || !strings.Contains(req, "fresh process") {
 		t.Errorf("manual request: %s", req)
 	}
-	eng.AgentStart(p, arm, true)
+	eng.AgentStart(p, arm, AgentStartParams{Manual: true})
 	h := eng.Handoff(context.Background(), p, arm, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f","launch_prompt":"resume the demo"}`)})
 	if h.IsError {
 		t.Fatalf("manual handoff in observe mode: %s", h.Text)
@@ -367,7 +367,7 @@ func TestObserveCountsAreReal(t *testing.T) {
 		t.Fatalf("a preview commit was carried out or counted: %+v", a)
 	}
 	eng.Manual(p, nil, "")
-	eng.AgentStart(p, nil, true)
+	eng.AgentStart(p, nil, AgentStartParams{Manual: true})
 	h := eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"mine","next_step":"n","facts":"f"}`)})
 	if h.IsError {
 		t.Fatal(h.Text)
@@ -413,7 +413,7 @@ func TestGuardOff(t *testing.T) {
 	if o := eng.Overflow(p, nil, OverflowParams{}); !o.Recover {
 		t.Errorf("guard off: no overflow recovery")
 	}
-	v = eng.AgentStart(p, nil, false)
+	v = eng.AgentStart(p, nil, AgentStartParams{})
 	a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1600), Usage: i64(1600), Continues: true, GuardOff: &on})
 	if a.View.Mode != ModeEnforce || a.View.Footer != "budget: enforce" {
 		t.Errorf("guard back on: %+v", a.View)
@@ -589,7 +589,7 @@ func TestIdleInput(t *testing.T) {
 	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	eng.Manual(p, nil, "")
-	eng.AgentStart(p, nil, true)
+	eng.AgentStart(p, nil, AgentStartParams{Manual: true})
 	eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f"}`)})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1600), Continues: true, ToolResults: []ToolResultInfo{{ToolName: "context_handoff"}}})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(2500), Usage: i64(2500)}) // the continuation answered, no tools
@@ -733,7 +733,7 @@ func TestManualBypassesBackoff(t *testing.T) {
 		t.Errorf("voluntary repeat: %+v", h)
 	}
 	eng.Manual(p, nil, "")
-	eng.AgentStart(p, nil, true)
+	eng.AgentStart(p, nil, AgentStartParams{Manual: true})
 	if h := eng.Handoff(ctx, p, nil, HandoffParams{Args: args}); h.IsError {
 		t.Errorf("/handoff refused as a repeat: %s", h.Text)
 	}

@@ -206,12 +206,20 @@ func TestBudgetCapRelaunch(t *testing.T) {
 		t.Errorf("no relaunch line:\n%s", out)
 	}
 	evs := budgetEvents(t, e)
-	for _, want := range []string{"handoff_committed", "fallback_armed", "relaunch_armed", "relaunch_marker"} {
+	for _, want := range []string{"handoff_committed", "fallback_armed", "relaunch_armed", "relaunch_marker", "continued_from"} {
 		if !hasEvent(evs, want) {
 			t.Errorf("events lack %s", want)
 		}
 	}
 	assertNoMarkers(t, e)
+	// The relaunched session's last handoff is the one it continued from.
+	st, err := e.Command(pitest.Binary(t), "status", "--all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session status: %v\n%s", err, st)
+	}
+	if n := strings.Count(string(st), "; last "); n != 2 || strings.Count(string(st), m[1]) != 2 {
+		t.Errorf("pi-session status does not show the second handoff as the last of both sessions:\n%s", st)
+	}
 }
 
 // TestBudgetOverflowRecovery: a provider context overflow that pi does not

@@ -148,13 +148,11 @@ func (b *budgetEngine) closed(p *hooks.Peer, clean bool) {
 }
 
 func (b *budgetEngine) agentStart(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		Manual bool `json:"manual"`
-	}
+	var q budget.AgentStartParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
-	return b.eng.AgentStart(p, arm, q.Manual), nil
+	return b.eng.AgentStart(p, arm, q), nil
 }
 
 func (b *budgetEngine) toolDone(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {

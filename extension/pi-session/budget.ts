@@ -113,7 +113,8 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 
 	pi.on("before_agent_start", async (event) => {
 		if (event.messageType !== "user") return undefined; // internal continuations keep the run's bounds
-		show((await ask<View>("budget.agentStart", { manual: (event.prompt ?? "").startsWith(MANUAL_PREFIX) }))?.result);
+		const prompt: string = event.prompt ?? "";
+		show((await ask<View>("budget.agentStart", { manual: prompt.startsWith(MANUAL_PREFIX), prompt: prompt.slice(-4096) }))?.result);
 		return undefined;
 	});
 
