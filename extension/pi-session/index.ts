@@ -11,6 +11,7 @@ import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
+import { registerRecap } from "./recap.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -189,6 +190,7 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	registerOffload(pi, kit.call);
+	registerRecap(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
