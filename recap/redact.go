@@ -233,9 +233,10 @@ func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
 			}
 			if m := r.rx.FindStringIndex(t[i:]); m != nil {
 				// The rest of the word goes with it: a fixed-length format
-				// followed by more characters is still a credential.
+				// followed by more characters is still a credential. (Not in
+				// the joined view, where the next line's word follows.)
 				e := i + m[1]
-				for e < len(t) && isWordByte(t[e]) {
+				for back == nil && e < len(t) && isWordByte(t[e]) {
 					e++
 				}
 				found(i, e)
@@ -386,7 +387,7 @@ func (f *finder) keyValues() {
 		if class == keyPassword && passIsCount(key) && isDigits(s[v:v+valueRunLen(s[v:])]) {
 			continue // test counts: "pass": 12
 		}
-		if end := f.value(v, class, sep); end > off {
+		if end := f.value(v, class, sep, start > 0 && (s[start-1] == '?' || s[start-1] == '&')); end > off {
 			off = end // what a secret value holds is redacted with it
 		}
 	}
@@ -405,9 +406,9 @@ func mayNameSecret(lower string) bool {
 
 // value adds the value starting at s[i] if it is a secret for its class
 // and returns where the value ends (0 when it adds nothing).
-func (f *finder) value(i int, class keyClass, sep string) int {
+func (f *finder) value(i int, class keyClass, sep string, query bool) int {
 	s := f.s
-	vs, ve, quoted := valueExtent(s, i)
+	vs, ve, quoted := valueExtent(s, i, query)
 	if ve <= vs {
 		return 0
 	}
@@ -479,7 +480,7 @@ func (f *finder) value(i int, class keyClass, sep string) int {
 // the literals concatenated to it: "ab" + "cd", 'ab' 'cd'), or an unquoted
 // run, which a shell line continuation extends. It returns an empty range
 // for no value or a structure ({, [).
-func valueExtent(s string, i int) (start, end int, quoted bool) {
+func valueExtent(s string, i int, query bool) (start, end int, quoted bool) {
 	if i >= len(s) {
 		return i, i, false
 	}
@@ -513,7 +514,11 @@ func valueExtent(s string, i int) (start, end int, quoted bool) {
 	}
 	end = i
 	for {
-		end += valueRunLen(s[end:])
+		n := valueRunLen(s[end:])
+		if query {
+			n = min(n, strings.IndexByte(s[end:end+n]+"&", '&'))
+		}
+		end += n
 		// A shell line continuation: "secret\<newline>  more".
 		if end > i && end+1 < len(s) && s[end] == '\\' && s[end+1] == '\n' {
 			j := end + 2
@@ -547,7 +552,7 @@ func valueRunLen(s string) int {
 
 func isStopByte(c byte) bool {
 	switch c {
-	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', ';', '&', '<', '>':
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', ';', '<', '>':
 		return true
 	}
 	return false
@@ -880,11 +885,71 @@ func (f *finder) flags() {
 	if !strings.ContainsAny(s, "-/") && !strings.Contains(s, "pass:") {
 		return
 	}
-	for off := 0; off < len(s); {
+	// One pass marks the words that can start a flag rule; only the lines
+	// holding one are split into words (most lines of a build log have
+	// flags, -O2 -Wall, but none that can hold a secret).
+	lower := f.lower
+	var marks []int
+	for i := 0; i < len(lower); {
+		if c := lower[i]; c == '\\' && i+1 < len(lower) && strings.IndexByte("nrt", lower[i+1]) >= 0 {
+			i += 2
+			continue
+		} else if isFlagSep(c) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lower) && !isFlagSep(lower[j]) && !(lower[j] == '\\' && j+1 < len(lower) && strings.IndexByte("nrt", lower[j+1]) >= 0) {
+			j++
+		}
+		if flagWordMatters(lower[i:j]) {
+			marks = append(marks, i)
+		}
+		i = j
+	}
+	k := 0
+	for off := 0; off < len(s) && k < len(marks); {
 		n := logicalLineLen(s[off:])
-		f.flagLine(off, s[off:off+n])
+		for k < len(marks) && marks[k] < off {
+			k++
+		}
+		if k < len(marks) && marks[k] < off+n {
+			f.flagLine(off, s[off:off+n])
+		}
 		off += n + 1
 	}
+}
+
+func isFlagSep(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', '(', ')', '[', ']', '{', '}', '|', ';', '&', '=', '<', '>':
+		return true
+	}
+	return false
+}
+
+// flagWordMatters reports whether a lower-case word can start a flag
+// rule: a flag named with a secret word's stem, a user:password flag, a
+// pass:/p: value, or a command whose short flags take a password.
+func flagWordMatters(w string) bool {
+	if strings.HasPrefix(w, "-") {
+		name := strings.TrimLeft(w, "-")
+		if userPassFlags[name] || name == "u" {
+			return true
+		}
+		for _, st := range []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "cookie"} {
+			if strings.Contains(name, st) {
+				return true
+			}
+		}
+		return false
+	}
+	if strings.HasPrefix(w, "pass:") || strings.HasPrefix(w, "/p:") || strings.HasPrefix(w, "/password:") {
+		return true
+	}
+	base := w[strings.LastIndexByte(w, '/')+1:]
+	_, ok := passwordCommands[base]
+	return ok || loginCommands[base]
 }
 
 // logicalLineLen is the length of the line at the start of s, continued

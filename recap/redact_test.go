@@ -115,7 +115,7 @@ var secretCases = []secretCase{
 	{"curl header", "curl -H 'Authorization: Bearer 9fG2kL7mQ4rT8vX1zB6nC3' https://api.example.com", "9fG2kL7mQ4rT8vX1zB6nC3"},
 	{"bearer in prose", "then call it with Bearer 4rT8vX1zB6nC39fG2kL7mQ as the header", "4rT8vX1zB6nC39fG2kL7mQ"},
 	// Assignments with secret-like names.
-	{"dotenv", "DB_PASSWORD=Tr0ub4dor&3-horse", "Tr0ub4dor"},
+	{"dotenv", "DB_PASSWORD=Tr0ub4dor&3-horse", "Tr0ub4dor&3-horse"},
 	{"export opaque token", "export GITHUB_TOKEN=5831be38cb8cb4ba2e751989a01749ddb14f7101", "5831be38cb8cb4ba2e751989a01749ddb14f7101"},
 	{"yaml", "database:\n  user: app\n  password: \"c0rrect-h0rse-battery\"\n", "c0rrect-h0rse-battery"},
 	{"json in text", `{"service":"x","apiKey":"Zq7Wm3Xp9Lk2Vn8Bc4Rt"}`, "Zq7Wm3Xp9Lk2Vn8Bc4Rt"},
@@ -221,12 +221,12 @@ var lookAlikes = []lookAlike{
 	{"test counts", `{"pass": 12, "fail": 0, "skip": 1}`, `"pass": 12`},
 }
 
-// leaked reports whether out holds the secret or a 10-character piece of it.
+// leaked reports whether out holds the secret or an 8-character piece of it.
 func leaked(out, secret string) bool {
 	if strings.Contains(out, secret) {
 		return true
 	}
-	const w = 10
+	const w = 8
 	for i := 0; i+w <= len(secret); i++ {
 		if strings.Contains(out, secret[i:i+w]) {
 			return true
@@ -325,8 +325,8 @@ func first(s string, _ int) string { return s }
 // excerpt is the part of out around where secret (or a piece of it) is.
 func excerpt(out, secret string) string {
 	i := strings.Index(out, secret)
-	for k := 0; i < 0 && k+10 <= len(secret); k++ {
-		i = strings.Index(out, secret[k:k+10])
+	for k := 0; i < 0 && k+8 <= len(secret); k++ {
+		i = strings.Index(out, secret[k:k+8])
 	}
 	if i < 0 {
 		return out

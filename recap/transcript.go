@@ -3,6 +3,7 @@ package recap
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -50,25 +51,123 @@ type Transcript struct {
 // the whole at TranscriptCap (HeadPercent head, the rest tail, around a
 // marker). Secrets are redacted in the parsed values first, and again
 // after every cap and cut.
+//
+// Parts are rendered (their values redacted and capped) only when they
+// can survive the whole-transcript cut: a 50 MB run's middle is never
+// redacted, since it is never sent.
 func Serialize(run, branch []*session.Entry) Transcript {
 	s := serializer{edits: contextEdits(branch), seen: map[string]bool{}}
 	for _, e := range run {
 		s.entry(e)
 	}
+	const sep = "\n\n"
+	n := len(s.parts)
+	est := 0
+	for _, p := range s.parts {
+		est += p.estimate() + len(sep)
+	}
+	// Render parts from the start and from the end until each side holds
+	// more than it can keep, with room for the redaction margin and for
+	// replacements shorter than what they replace.
+	const slack = 4 * redactMargin
+	headNeed := TranscriptCap*HeadPercent/100 + slack
+	tailNeed := TranscriptCap - TranscriptCap*HeadPercent/100 + slack
+	var head, tail []string
+	headLen, tailLen := 0, 0
+	i, j := 0, n-1
+	for i <= j && (est <= TranscriptCap+slack || headLen < headNeed) {
+		r := s.render(s.parts[i])
+		head = append(head, r)
+		headLen += len(r) + len(sep)
+		i++
+	}
+	for i <= j && tailLen < tailNeed {
+		r := s.render(s.parts[j])
+		tail = append(tail, r)
+		tailLen += len(r) + len(sep)
+		j--
+	}
+	slices.Reverse(tail)
 	t := s.t
-	full := strings.Join(s.parts, "\n\n")
-	t.Bytes = len(full)
-	var n int
-	t.Text, t.Cut, n = cutTranscript(full)
-	t.Redactions += n
+	var m int
+	if i > j { // every part rendered
+		full := strings.Join(append(head, tail...), sep)
+		t.Bytes = len(full)
+		t.Text, t.Cut, m = cutTranscript(full, full, len(full))
+	} else {
+		headSrc := strings.Join(head, sep) + sep
+		tailSrc := sep + strings.Join(tail, sep)
+		middle := 0
+		for _, p := range s.parts[i : j+1] {
+			middle += p.estimate() + len(sep)
+		}
+		t.Bytes = len(headSrc) + middle + len(tailSrc) - len(sep)
+		t.Text, t.Cut, m = cutTranscript(headSrc, tailSrc, t.Bytes)
+	}
+	t.Redactions += m
 	return t
 }
 
 type serializer struct {
 	t     Transcript
-	parts []string
+	parts []part
 	edits map[string]*session.Entry
 	seen  map[string]bool
+}
+
+// A part is one entry's block of the transcript: literal text and values
+// still to be redacted and capped.
+type part []segment
+
+type segment struct {
+	lit     string          // literal text (or, when pending, the value's first bytes)
+	json    json.RawMessage // a JSON value's first bytes, for RedactJSON
+	blocks  json.RawMessage // message content whose text blocks are the value, read when rendered
+	str     json.RawMessage // a JSON string that is the value, read when rendered
+	pending bool            // the segment is a value to redact and cap
+	total   int             // the value's whole length (for blocks and str: their JSON's)
+	cap     int
+	what    string // names the value in the cut notice
+}
+
+func lit(s string) segment { return segment{lit: s} }
+
+// estimate is the part's length once rendered, before redaction.
+func (p part) estimate() int {
+	n := 0
+	for _, g := range p {
+		switch {
+		case !g.pending:
+			n += len(g.lit)
+		case g.total > g.cap:
+			n += g.cap + len(notice(g.what, g.cap, g.total))
+		default:
+			n += g.total
+		}
+	}
+	return n
+}
+
+// render redacts and caps the part's values and joins it.
+func (s *serializer) render(p part) string {
+	var b strings.Builder
+	for _, g := range p {
+		switch {
+		case !g.pending:
+			b.WriteString(g.lit)
+		case g.json != nil:
+			b.WriteString(s.finishJSON(g.json, g.total, g.cap, g.what))
+		case g.blocks != nil:
+			p, total, _ := session.TextBlocks(g.blocks, "\n", g.cap+redactMargin)
+			b.WriteString(s.finish(p, total, g.cap, g.what))
+		case g.str != nil:
+			p, total, _ := session.StringPrefix(g.str, g.cap+redactMargin)
+			b.WriteString(s.finish(p, total, g.cap, g.what))
+		default:
+			b.WriteString(s.finish(g.lit, g.total, g.cap, g.what))
+		}
+	}
+	return strings.TrimRight(b.String(), " \t\r\n")
 }
 
 // contextEdits maps each entry id to the latest context_edit naming it.
@@ -84,8 +183,8 @@ func contextEdits(branch []*session.Entry) map[string]*session.Entry {
 	return m
 }
 
-func (s *serializer) add(part string) {
-	s.parts = append(s.parts, strings.TrimRight(part, " \t\r\n"))
+func (s *serializer) add(segs ...segment) {
+	s.parts = append(s.parts, segs)
 	s.t.Entries++
 }
 
@@ -168,7 +267,7 @@ func (s *serializer) message(role string, f fields) {
 	switch role {
 	case "user":
 		if text := s.text(f.content); text != "" {
-			s.add("USER: " + text)
+			s.add(lit("USER: " + text))
 		}
 	case "assistant":
 		s.assistant(f)
@@ -178,7 +277,7 @@ func (s *serializer) message(role string, f fields) {
 		if isTrue(f.isError) {
 			head += " (error)"
 		}
-		s.add(head + ": " + s.cappedText(f.content, ResultCap, "tool result"))
+		s.add(lit(head+": "), s.cappedText(f.content, ResultCap, "tool result"))
 	case "bashExecution":
 		if isTrue(f.excludeFromContext) {
 			return // run with !!: the user kept it from models
@@ -194,7 +293,7 @@ func (s *serializer) assistant(f fields) {
 	var text []string
 	flush := func() {
 		if t := strings.TrimSpace(strings.Join(text, "\n")); t != "" {
-			s.add("ASSISTANT: " + t)
+			s.add(lit("ASSISTANT: " + t))
 			s.t.FinalText = t
 		}
 		text = text[:0]
@@ -218,15 +317,14 @@ func (s *serializer) assistant(f fields) {
 				s.seen[name] = true
 				s.t.Tools = append(s.t.Tools, name)
 			}
-			s.add("TOOL CALL " + name + ": " + s.cappedJSON(blk.arguments, ArgsCap, "tool arguments"))
+			s.add(lit("TOOL CALL "+name+": "), s.cappedJSON(blk.arguments, ArgsCap, "tool arguments"))
 		}
 		return true
 	})
 	flush()
 	if stop, _ := jsonStr(f.stopReason); stop == "error" {
 		if m, ok := jsonStr(f.errorMessage); ok && m != "" {
-			text, _ := capText(m, ArgsCap)
-			s.add("ASSISTANT (error): " + text)
+			s.add(lit("ASSISTANT (error): "), segment{lit: m, pending: true, total: len(m), cap: ArgsCap, what: "error"})
 		}
 	}
 }
@@ -240,11 +338,11 @@ func (s *serializer) shell(f fields) {
 	case len(code) > 0 && string(code) != "null":
 		head += " (exit " + oneLine(string(code)) + ")"
 	}
-	c := s.cappedString(f.command, ArgsCap, "command")
-	if out := s.cappedString(f.output, ResultCap, "output"); out != "" {
-		c += "\n" + out
+	segs := part{lit(head + ": $ "), s.cappedString(f.command, ArgsCap, "command")}
+	if out := s.cappedString(f.output, ResultCap, "output"); out.total > 0 {
+		segs = append(segs, lit("\n"), out)
 	}
-	s.add(head + ": $ " + c)
+	s.add(segs...)
 }
 
 // extension renders an extension's message or entry: its text, else its
@@ -253,13 +351,13 @@ func (s *serializer) extension(f fields, data json.RawMessage) {
 	typ, _ := jsonStr(f.customType)
 	head := "EXTENSION " + oneLine(typ)
 	if text := s.text(f.content); text != "" {
-		s.add(head + ": " + text)
+		s.add(lit(head + ": " + text))
 		return
 	}
 	if len(data) == 0 || string(data) == "null" {
 		return
 	}
-	s.add(head + ": " + s.cappedJSON(data, ArgsCap, "data"))
+	s.add(lit(head+": "), s.cappedJSON(data, ArgsCap, "data"))
 }
 
 // block is a content block's members.
@@ -304,30 +402,35 @@ func (s *serializer) text(content json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// cappedText is the text of content's text blocks, redacted and capped,
-// read no further than the cap plus the redaction margin.
-func (s *serializer) cappedText(content json.RawMessage, cap int, what string) string {
-	p, total, _ := session.TextBlocks(content, "\n", cap+redactMargin)
-	return s.finish(p, total, cap, what)
+// cappedText is the text of content's text blocks, to be read (no
+// further than the cap plus the redaction margin), redacted and capped
+// when the part is rendered. Its size is estimated from its JSON.
+func (s *serializer) cappedText(content json.RawMessage, cap int, what string) segment {
+	return segment{blocks: content, pending: true, total: len(content), cap: cap, what: what}
 }
 
-// cappedString is a string member, redacted and capped.
-func (s *serializer) cappedString(raw json.RawMessage, cap int, what string) string {
-	p, n, _ := session.StringPrefix(raw, cap+redactMargin)
-	return s.finish(p, n, cap, what)
+// cappedString is a string member, to be read, redacted and capped when
+// the part is rendered.
+func (s *serializer) cappedString(raw json.RawMessage, cap int, what string) segment {
+	return segment{str: raw, pending: true, total: max(len(raw)-2, 0), cap: cap, what: what}
 }
 
-// cappedJSON is a JSON value redacted by key name and shape, and capped.
-func (s *serializer) cappedJSON(raw json.RawMessage, cap int, what string) string {
-	window := raw[:min(len(raw), cap+redactMargin)]
+// cappedJSON is a JSON value, to be redacted by key name and shape and
+// capped.
+func (s *serializer) cappedJSON(raw json.RawMessage, cap int, what string) segment {
+	return segment{json: raw[:min(len(raw), cap+redactMargin)], pending: true, total: len(raw), cap: cap, what: what}
+}
+
+// finishJSON redacts a JSON value's first bytes, of total, and caps them.
+func (s *serializer) finishJSON(window json.RawMessage, total, cap int, what string) string {
 	r, n := RedactJSON(window)
 	s.t.Redactions += n
-	if len(raw) <= cap && len(r) <= cap {
+	if total <= cap && len(r) <= cap {
 		return r
 	}
 	c, m := capText(r, cap)
 	s.t.Redactions += m
-	return c + notice(what, cap, len(raw))
+	return c + notice(what, cap, total)
 }
 
 // finish redacts text read from a value of total bytes, then caps it.
@@ -396,19 +499,21 @@ func tailUTF8(s string, n int) string {
 }
 
 // cutTranscript redacts the transcript and, when it is over TranscriptCap,
-// keeps its head and tail around a marker. Each side is redacted with
-// redactMargin bytes beyond it, then cut, then the whole is redacted once
-// more; the result is never over TranscriptCap.
-func cutTranscript(full string) (string, bool, int) {
-	if len(full) <= TranscriptCap {
-		r, n := Redact(full)
+// keeps its head and tail around a marker. headSrc starts the transcript
+// and tailSrc ends it (each the whole of it when it is short); size is its
+// length. Each side is redacted with redactMargin bytes beyond it, then
+// cut, then the whole is redacted once more; the result is never over
+// TranscriptCap.
+func cutTranscript(headSrc, tailSrc string, size int) (string, bool, int) {
+	if size <= TranscriptCap && headSrc == tailSrc {
+		r, n := Redact(headSrc)
 		if len(r) <= TranscriptCap {
 			return r, false, n
 		}
 	}
 	budget := TranscriptCap
 	for {
-		omitted := max(len(full)-budget, 0)
+		omitted := max(size-budget, 0)
 		marker := fmt.Sprintf("\n\n[… %d bytes of the run left out here …]\n\n", omitted)
 		room := budget - len(marker)
 		if room <= 0 {
@@ -416,10 +521,8 @@ func cutTranscript(full string) (string, bool, int) {
 		}
 		headN := room * HeadPercent / 100
 		tailN := room - headN
-		headSrc := cutUTF8(full, headN+redactMargin)
-		tailSrc := tailUTF8(full, tailN+redactMargin)
-		head, n1 := Redact(headSrc)
-		tail, n2 := Redact(tailSrc)
+		head, n1 := Redact(cutUTF8(headSrc, headN+redactMargin))
+		tail, n2 := Redact(tailUTF8(tailSrc, tailN+redactMargin))
 		head = lineCut(cutUTF8(head, headN), true)
 		tail = lineCut(tailUTF8(tail, tailN), false)
 		out, n3 := Redact(head + marker + tail)

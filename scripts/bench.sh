@@ -20,3 +20,5 @@ run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
+run "recap: select + serialize + redact a 50 MB run vs reading it once with session/" ./recap 'Prepare50MB' 5x
+run "recap: redaction of 48 KB inputs built against naive scanners vs ordinary text" ./recap 'RedactAdversarial' 50x
