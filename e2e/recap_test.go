@@ -256,3 +256,80 @@ func TestRecapFallback(t *testing.T) {
 	tm.Type("\x0f")
 	tm.WaitFor("faux-recap/recap-1 · medium · local fallback")
 }
+
+// TestRecapShellCancels: a command the user runs with ! while a recap is
+// pending cancels it (no recap in the quiet stretch that follows); the
+// next run's recap covers the first run, the command and the second run.
+func TestRecapShellCancels(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "good", "off")
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("first task")
+	tm.WaitFor("faux: first task")
+	tm.Submit("!echo shell-activity")
+	tm.WaitFor("shell-activity")
+	// The recap would fire 30 s after the run settled; 40 s pass quietly.
+	time.Sleep(40 * time.Second)
+	if n := len(recapRequests(t, log)); n != 0 {
+		t.Fatalf("recap requests = %d after a ! command, want 0 (the pending recap is cancelled)", n)
+	}
+	tm.Submit("second task")
+	tm.WaitFor("faux: second task")
+	reqs := waitRecapRequests(t, tm, log, 1)
+	tm.WaitFor("✦ Recap")
+	for _, want := range []string{"USER: first task", "USER SHELL (exit 0): $ echo shell-activity", "USER: second task"} {
+		if !strings.Contains(reqs[0].user(), want) {
+			t.Errorf("the recap request lacks %q:\n%s", want, reqs[0].user())
+		}
+	}
+}
+
+// TestRecapCommand: /recap changes the model (cheapest first, then the
+// reasoning level) and turns recaps off, in the private config file.
+func TestRecapCommand(t *testing.T) {
+	t.Parallel()
+	e := pitest.NewEnv(t)
+	e.Set("FAUX_RECAP", "good")
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("/recap")
+	tm.WaitFor("Change model…")
+	tm.Type("\r")
+	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
+	tm.Type("\r")
+	tm.WaitFor("Thinking Level")
+	tm.Type("\r") // the default, medium, is preselected
+	tm.WaitFor("Summary model: faux-recap/recap-1 · medium")
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	var cfg map[string]any
+	readConfig := func() {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	readConfig()
+	if cfg["provider"] != "faux-recap" || cfg["model"] != "recap-1" || cfg["reasoning"] != "medium" || cfg["enabled"] != true {
+		t.Errorf("config = %v, want faux-recap/recap-1 · medium, enabled", cfg)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode().Perm(), err, want)
+		}
+	}
+	tm.Submit("/recap")
+	tm.WaitForCount("Disable recaps", 2)
+	tm.Type("\x1b[B\r")
+	tm.WaitFor("Recaps disabled.")
+	readConfig()
+	if cfg["enabled"] != false || cfg["provider"] != "faux-recap" {
+		t.Errorf("config after disabling = %v", cfg)
+	}
+	tm.Submit("/recap")
+	tm.WaitFor("Enable recaps")
+}
