@@ -16,7 +16,7 @@ export PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1 PI_TELEMETRY=0
 export PI_SESSION_PI="$bin/pi"
 export FAUX_FALLBACK=demo FAUX_PROVIDER=demo FAUX_MODEL=scripted FAUX_MODEL_NAME="Scripted demo model"
 cd "$dir/project"
-args=(-e "$root/testdata/pi/faux-model.ts" -e "$root/demo/handoff.ts" --model demo/scripted)
+args=(-e "$root/testdata/pi/faux-model.ts" --model demo/scripted)
 
 if [ -t 0 ] && [ -t 1 ]; then
   cat <<TXT
@@ -25,7 +25,8 @@ pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   2. Type  show me the build log : pi's bash prints 1.6 MB; the offload engine keeps it
      out of the model's context behind a handle, and the model reads back only the
      ERROR lines with ctx_read. Then /ce status shows what that saved.
-  3. Type  /handoff finish the demo : pi writes a handoff and exits; pi-session
+  3. Type  /handoff finish the demo : the budget engine asks the model for a
+     context_handoff, writes it with the git state, and pi exits; pi-session
      relaunches a fresh pi in this terminal that continues from it.
   4. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
 Files of this run: $dir
@@ -47,4 +48,4 @@ echo
 echo "\$ pi-session --model demo/scripted -p '/handoff finish the demo'"
 "$root/bin/pi-session" "${args[@]}" -p "/handoff finish the demo"
 echo
-echo "handoff notes written: $(ls "$dir/project/.ai-work/handoffs")"
+echo "handoff written: $(ls "$dir/project/.ai-work/handoffs" | grep '\.md$')"

@@ -7,6 +7,12 @@
 //                  step: {"text": "..."}                       answer with text
 //                        {"tool": "name", "args": {...}}       call one tool
 //                        {"tools": [{"tool","args"}, ...]}     call tools in parallel
+//                        {"error": "..."}                      fail with this provider error
+//                                                              (e.g. "prompt is too long: ..." is
+//                                                              a context overflow to pi)
+//                  Any step may add "pad": N, a text block of about N
+//                  tokens (4N characters) that grows the context and the
+//                  reported usage by that much.
 //                  Text and tool arguments may use ${lastUser},
 //                  ${lastToolResult} and ${lastHandle} (the last ce_ handle
 //                  a tool result or user message mentioned).
@@ -37,11 +43,11 @@
 //                  output cost of $0.10 per million tokens)
 //   FAUX_RECAP_LOG JSONL file; one line per request the recap model got:
 //                  {"n", "pid", "model", "systemPrompt", "messages", "reasoning", "maxTokens"}
-import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
+import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as fs from "node:fs";
 
-type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[] };
+type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[]; error?: string; pad?: number };
 type Scenario = { steps?: Step[]; repeat?: boolean; fallback?: string };
 
 function loadScenario(): Scenario {
@@ -103,6 +109,7 @@ function demoStep(messages: any[]) {
 	const lastMsg = messages[messages.length - 1];
 	if (lastMsg?.role === "toolResult") {
 		const text = textOf(lastMsg.content);
+		if (lastMsg.toolName === "context_handoff") return fauxAssistantMessage(`Done: ${text.split(" End your turn")[0]}`);
 		const handle = /ce_[0-9a-f]{8,}/.exec(text)?.[0];
 		if (lastMsg.toolName === "bash" && handle) {
 			return fauxAssistantMessage([fauxToolCall("ctx_read", { id: handle, query: "ERROR" })], { stopReason: "toolUse" });
@@ -121,6 +128,21 @@ function demoStep(messages: any[]) {
 		return fauxAssistantMessage(`The tool returned ${text.length} characters inline (the offload engine keeps results under 16 KB as they are).`);
 	}
 	const user = last(messages, "user");
+	if (user.startsWith("[/handoff]")) {
+		const asked = messages.filter((m: any) => m.role === "user").map((m: any) => textOf(m.content)).filter((t: string) => !t.startsWith("[/handoff]"));
+		const instructions = /The user's instructions for this handoff: (.*)/.exec(user)?.[1] ?? "";
+		return fauxAssistantMessage(
+			[
+				fauxToolCall("context_handoff", {
+					goal: asked.length ? `Continue the demo; the user asked: "${asked[asked.length - 1]}"` : "Continue the demo",
+					next_step: instructions ? `Tell the user the session continued in a fresh process, then: ${instructions}` : "Tell the user the session continued in a fresh process.",
+					facts: "The demo runs offline with a scripted model; nothing else was verified.",
+					user_constraints: asked.join("\n"),
+				}),
+			],
+			{ stopReason: "toolUse" },
+		);
+	}
 	if (/\blog\b/i.test(user) && !/^continue from /.test(user.trim())) {
 		return fauxAssistantMessage([fauxToolCall("bash", { command: DEMO_LOG_COMMAND })], { stopReason: "toolUse" });
 	}
@@ -191,14 +213,16 @@ export default function (pi: ExtensionAPI) {
 				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "");
 		const substArgs = (v: unknown): unknown =>
 			typeof v === "string" ? subst(v) : Array.isArray(v) ? v.map(substArgs) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substArgs(x)])) : v;
+		const pad = step?.pad ? [fauxText("padding ".repeat(Math.ceil(step.pad / 2)))] : [];
+		if (step?.error !== undefined) return fauxAssistantMessage([], { stopReason: "error", errorMessage: step.error });
 		if (step?.tools || step?.tool) {
 			const calls = step.tools ?? [{ tool: step.tool!, args: step.args }];
 			return fauxAssistantMessage(
-				calls.map((c) => fauxToolCall(c.tool, substArgs(c.args ?? {}) as Record<string, unknown>)),
+				[...pad, ...calls.map((c) => fauxToolCall(c.tool, substArgs(c.args ?? {}) as Record<string, unknown>))],
 				{ stopReason: "toolUse" },
 			);
 		}
-		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text));
+		if (step?.text !== undefined) return fauxAssistantMessage([...pad, fauxText(subst(step.text))]);
 		if (scenario.fallback === "demo") return demoStep(messages);
 		return fauxAssistantMessage("faux: " + last(messages, "user"));
 	};

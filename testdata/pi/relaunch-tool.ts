@@ -1,15 +1,9 @@
-// The demo's handoff: a /handoff command and a handoff tool that write a
-// handoff note and, when pi runs under pi-session, ask pi-session to
-// relaunch pi from it, then let pi exit so pi-session starts a fresh pi that
-// continues from the note.
-//
-// The demo does not write the relaunch marker itself: it asks pi-session's
-// bundled extension over pi's inter-extension bus (pi.events, channel
-// "pi-session:arm-relaunch"), and the extension asks the supervisor over
-// its socket (supervisor.armRelaunch). The supervisor writes the marker only
-// for the pi process it launched (the kernel's peer pid, not anything pi
-// says) and that process's primary session, so a pi started from pi's bash
-// tool cannot arm its ancestor's relaunch.
+// A test extension for pi-session's relaunch path through pi's event bus:
+// a "handoff" tool that writes a small note and asks pi-session's bundled
+// extension (pi.events channel "pi-session:arm-relaunch") to arm the
+// relaunch, then lets pi exit when the run settles. The supervisor's
+// relaunch tests use it; the product's own handoff is the budget engine's
+// context_handoff and /handoff.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import * as fs from "node:fs";
@@ -91,20 +85,6 @@ function writeHandoff(ctx: ExtensionContext, goal: string, nextStep: string): st
 
 export default function (pi: ExtensionAPI) {
 	let shutdownWhenSettled = false;
-
-	pi.registerCommand("handoff", {
-		description: "Write a handoff note and let pi-session relaunch pi from it",
-		handler: async (args, ctx) => {
-			const file = writeHandoff(ctx, args.trim(), "");
-			const armed = await armRelaunch(pi, ctx, file);
-			if (!armed.ok) {
-				ctx.ui.notify(`Handoff written to ${file}; no relaunch: ${armed.reason}`, "warning");
-				return;
-			}
-			ctx.ui.notify(`Handoff written to ${file}; pi exits and pi-session relaunches it`, "info");
-			ctx.shutdown();
-		},
-	});
 
 	pi.registerTool({
 		name: "handoff",
