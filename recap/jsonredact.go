@@ -1,9 +1,9 @@
 package recap
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 )
 
 // RedactJSON redacts a JSON value (tool arguments, extension data) by key
@@ -202,48 +202,12 @@ func jsonString(raw []byte, i int) (string, int, bool) {
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// writeJSONString writes s as a JSON string, without HTML escaping.
+// writeJSONString writes s as a JSON string, without HTML escaping (the
+// transcript shows "<", not "\u003c"); invalid UTF-8 becomes U+FFFD.
 func writeJSONString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b.WriteString(s[start:i])
-				b.WriteString("\ufffd")
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b.WriteString(s[start:i])
-		switch c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			const hex = "0123456789abcdef"
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	b.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }

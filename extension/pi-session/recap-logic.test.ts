@@ -9,6 +9,7 @@ import {
 	cheapestFirst,
 	configPath,
 	DEFAULT_SUMMARY_CONFIG,
+	echo,
 	idleDelayMs,
 	isRecapEntryData,
 	loadSummaryConfig,
@@ -175,6 +176,21 @@ function fakeHost(over: Partial<RecapHost> = {}) {
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
+const settle = async () => {
+	await flush();
+	await flush();
+};
+
+// pendingRecap is a controller whose run settled and whose timer is armed.
+function pendingRecap(over: Partial<RecapHost> = {}) {
+	const f = fakeHost(over);
+	const t = manualTimers();
+	const c = new RecapController(f.host, t.timers, () => 30_000);
+	c.sessionStart(true);
+	c.beforeAgentStart("B0");
+	c.settled();
+	return { ...f, t, c };
+}
 
 test("controller: a settled run arms the timer; firing writes one recap covering the runs since the baseline", async () => {
 	const { host, log, state } = fakeHost();
@@ -190,8 +206,7 @@ test("controller: a settled run arms the timer; firing writes one recap covering
 	assert.equal(c.armed(), true);
 	assert.equal([...t.pending.values()][0].ms, 30_000);
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
 	assert.deepEqual(log.appended, [{ recap: "Did it.", next: "Ship it.", provider: "p", model: "m", reasoning: "medium" }]);
 	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
@@ -201,45 +216,32 @@ test("controller: a settled run arms the timer; firing writes one recap covering
 });
 
 test("controller: user activity cancels the timer and keeps the boundary", async () => {
-	const { host, log } = fakeHost();
-	const t = manualTimers();
-	const c = new RecapController(host, t.timers, () => 30_000);
-	c.sessionStart(true);
-	c.beforeAgentStart("B0");
-	c.settled();
+	const { log, t, c } = pendingRecap();
 	c.userActivity();
 	assert.equal(c.armed(), false);
 	assert.equal(c.boundary.baseline(), "B0");
 	c.beforeAgentStart("B1");
 	c.settled();
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
 	assert.equal(log.appended.length, 1);
 });
 
 test("controller: activity during a recap aborts it; nothing is written and the run stays pending", async () => {
 	let release!: () => void;
-	const { host, log } = fakeHost({
+	const { log, t, c } = pendingRecap({
 		summarize: (_p, _c, signal) =>
 			new Promise((_, reject) => {
 				release = () => reject(new RecapAborted());
 				signal.addEventListener("abort", () => release());
 			}),
 	});
-	const t = manualTimers();
-	const c = new RecapController(host, t.timers, () => 30_000);
-	c.sessionStart(true);
-	c.beforeAgentStart("B0");
-	c.settled();
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(c.inFlight(), 1);
 	c.userActivity();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(c.inFlight(), 0);
 	assert.equal(log.appended.length, 0);
 	assert.equal(log.warnings.length, 0, "an abort is not a failure");
@@ -263,8 +265,7 @@ test("controller: the fire-time checks are the authority", async () => {
 		c.settled();
 		spoil(state);
 		t.fireAll();
-		await flush();
-		await flush();
+		await settle();
 		assert.equal(log.prepares.length, 0, name);
 		assert.equal(c.boundary.pending(), true, name);
 	}
@@ -282,22 +283,15 @@ test("controller: only an active (TUI, primary) session recaps", async () => {
 });
 
 test("controller: a busy arbiter slot waits for the next quiet stretch", async () => {
-	const { host, log, state } = fakeHost();
-	const t = manualTimers();
-	const c = new RecapController(host, t.timers, () => 30_000);
-	c.sessionStart(true);
-	c.beforeAgentStart("B0");
-	c.settled();
+	const { log, state, t, c } = pendingRecap();
 	state.busy = true;
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(log.prepares.length, 0);
 	assert.equal(c.armed(), true, "re-armed");
 	state.busy = false;
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(log.appended.length, 1);
 });
 
@@ -310,39 +304,27 @@ test("controller: a gone or empty run clears the boundary without a recap; an un
 		c.beforeAgentStart("B0");
 		c.settled();
 		t.fireAll();
-		await flush();
-		await flush();
+		await settle();
 		assert.equal(log.appended.length, 0);
 		assert.equal(c.boundary.pending(), !cleared);
 	}
 });
 
 test("controller: a failed model call writes the local fallback and warns", async () => {
-	const { host, log } = fakeHost({
+	const { log, t, c } = pendingRecap({
 		summarize: async () => {
 			throw new SummaryError("The summary model request failed: 503.");
 		},
 	});
-	const t = manualTimers();
-	const c = new RecapController(host, t.timers, () => 30_000);
-	c.sessionStart(true);
-	c.beforeAgentStart("B0");
-	c.settled();
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.deepEqual(log.appended, [{ recap: "1 tool call (`bash`).", next: "Read it.", provider: "p", model: "m", reasoning: "medium", fallback: true }]);
 	assert.deepEqual(log.warnings, ["Recap: The summary model request failed: 503. A local recap was written instead."]);
 	assert.equal(c.boundary.pending(), false);
 });
 
 test("controller: a running child defers the recap; the last one settling re-arms it", async () => {
-	const { host, log, state } = fakeHost();
-	const t = manualTimers();
-	const c = new RecapController(host, t.timers, () => 30_000);
-	c.sessionStart(true);
-	c.beforeAgentStart("B0");
-	c.settled();
+	const { log, state, t, c } = pendingRecap();
 	state.child = true;
 	c.childActivity();
 	assert.equal(c.armed(), false);
@@ -350,8 +332,7 @@ test("controller: a running child defers the recap; the last one settling re-arm
 	c.childActivity();
 	assert.equal(c.armed(), true);
 	t.fireAll();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(log.appended.length, 1);
 });
 
@@ -363,8 +344,7 @@ test("controller: shutdown aborts, waits at most the given time, clears the stat
 	c.beforeAgentStart("B0");
 	c.settled();
 	void c.fire();
-	await flush();
-	await flush();
+	await settle();
 	assert.equal(c.inFlight(), 1);
 	await c.shutdown(50); // returns although the recap never ends
 	assert.equal(log.status.at(-1), undefined);
@@ -462,6 +442,11 @@ test("model picker: cheapest output first, unknown cost last, labelled with the 
 		cheapestFirst(ms).map((m) => modelLabel(m)),
 		["a/small · $0.28/Mtok out", "b/big · $15.00/Mtok out", "a/zero", "z/free"],
 	);
+});
+
+test("echo: 200 characters, then the length", () => {
+	assert.equal(echo("short"), "short");
+	assert.equal(echo("é".repeat(250)), "é".repeat(200) + "…(250 chars)");
 });
 
 test("isRecapEntryData: a card needs a recap", () => {

@@ -23,6 +23,13 @@ export const ATTEMPT_TIMEOUT_MS = 40_000;
 export const OVERALL_TIMEOUT_MS = 100_000;
 export const SAVE_TIMEOUT_MS = 5_000;
 
+// echo cuts a user's or a model's text that a message repeats: 200
+// characters, then "…(N chars)" (as Go's clip.Echo does).
+export function echo(s: string, n = 200): string {
+	const chars = [...s];
+	return chars.length <= n ? s : chars.slice(0, n).join("") + `…(${chars.length} chars)`;
+}
+
 // idleDelayMs is PI_SUMMARY_IDLE_MS: a positive whole number of
 // milliseconds, clamped up to 30 s; anything else gives the default.
 export function idleDelayMs(env: Record<string, string | undefined> = process.env): number {
@@ -212,7 +219,7 @@ export type ModelCall<M> = {
 // SummaryError on failure and RecapAborted when signal aborts.
 export async function summarizeRun<M>(call: ModelCall<M>, req: { systemPrompt: string; userMessage: string }, config: SummaryConfig, signal: AbortSignal): Promise<RunRecap> {
 	const model = call.find(config.provider, config.model);
-	if (!model) throw new SummaryError(`The summary model ${config.provider}/${config.model} is not available; choose one with /recap.`);
+	if (!model) throw new SummaryError(`The summary model ${echo(`${config.provider}/${config.model}`)} is not available; choose one with /recap.`);
 	const overallMs = call.overallTimeoutMs ?? OVERALL_TIMEOUT_MS;
 	const attemptMs = call.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
 	const overall = AbortSignal.timeout(overallMs);

@@ -15,6 +15,7 @@ import {
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
+	echo,
 	isRecapEntryData,
 	loadSummaryConfig,
 	modelLabel,
@@ -124,7 +125,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		box.addChild(new Markdown(data.recap, 0, 0, getMarkdownTheme()));
 		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${data.next}`, 0, 0));
 		if (expanded) {
-			const source = `${data.provider}/${data.model} · ${data.reasoning}${data.fallback ? " · local fallback" : ""}`;
+			const source = `${echo(`${data.provider}/${data.model}`)} · ${data.reasoning}${data.fallback ? " · local fallback" : ""}`;
 			box.addChild(new Text(theme.fg("dim", source), 0, 0));
 		}
 		return box;
@@ -168,7 +169,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			c.ui.notify("Could not save the private summary model config.", "error");
 			return;
 		}
-		c.ui.notify(`Summary model: ${next.provider}/${next.model} · ${next.reasoning}`, "info");
+		c.ui.notify(`Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
 	};
 }
 
