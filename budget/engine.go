@@ -287,13 +287,15 @@ func (e *Engine) writeStatus(s *sess) {
 			s.mu.Lock()
 			fields := s.statusFields()
 			s.mu.Unlock()
-			r, err := e.store.Read(s.peer.SessionID)
+			// Patch, not Read then Write: a bye's end written meanwhile stays.
+			err := e.store.Patch(s.peer.SessionID, func(r *status.Record) {
+				if r.Cwd == "" && r.SessionFile == "" {
+					r.Cwd, r.SessionFile = s.peer.Cwd, s.peer.SessionFile
+				}
+				fields(r)
+				r.UpdatedAt = time.Time{}
+			})
 			if err != nil {
-				r = &status.Record{SessionID: s.peer.SessionID, Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile}
-			}
-			fields(r)
-			r.UpdatedAt = time.Time{}
-			if err := e.store.Write(r); err != nil {
 				e.opt.Logger.Warn("budget status", "session", s.peer.SessionID, "err", err)
 			}
 			// At most one durable write a second per session: later

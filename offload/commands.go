@@ -198,7 +198,7 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		return res, err
 	}
 	cfg, _ := e.cfg.get()
-	res.BadEvents = bad
+	res.BadEvents = bad.N
 	session := req.SessionID
 	if req.All {
 		session = ""
@@ -243,8 +243,8 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		}
 	}
 	fmt.Fprintf(&b, "Store: %d payloads, %s of %s; payloads live %s\n", res.Store.Entries, humanBytes(res.Store.Bytes), humanBytes(res.Store.MaxBytes), time.Duration(res.Store.TTLMs)*time.Millisecond)
-	if bad > 0 {
-		fmt.Fprintf(&b, "(%d unreadable telemetry lines skipped)\n", bad)
+	if bad.N > 0 {
+		fmt.Fprintf(&b, "(%d unreadable telemetry lines skipped; the first: %s)\n", bad.N, bad.First)
 	}
 	b.WriteString("Token figures are estimates, not billing data.")
 	res.Text = capText(b.String(), maxCommandBytes)

@@ -13,7 +13,8 @@ run "supervisor: added start-up latency around true" ./e2e 'Startup' 1x
 run "supervisor: idle resident memory" ./e2e 'IdleMemory' 1x
 run "rotate: 8 writer processes x 200k lines of 200 B vs plain O_APPEND" ./rotate 'AppendProcesses/writers=8' 1600000x
 run "rotate: one writer vs plain O_APPEND" ./rotate 'AppendProcesses/writers=1|Append$' 200000x
-run "status: pruning pass over 100k records, listing 10k" ./status '.' 20x
+run "status: pruning pass over 100k records, listing 10k" ./status 'Prune|List' 20x
+run "status: a record write under the lock with the ownership check vs the atomic write alone" ./status 'Update' 300x
 run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo" ./hooks '^BenchmarkRoundTrip$' 1x
 run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
 run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
