@@ -3,18 +3,15 @@ package recap
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/golden"
 	"github.com/pi-session/pi-session/session"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func open(t testing.TB, name string) *session.File {
 	t.Helper()
@@ -23,24 +20,6 @@ func open(t testing.TB, name string) *session.File {
 		t.Fatal(err)
 	}
 	return f
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", name, diff)
-	}
 }
 
 // TestGoldenRequests renders the request for the whole branch of each
@@ -58,7 +37,7 @@ func TestGoldenRequests(t *testing.T) {
 			b, _ := json.MarshalIndent(p.Fallback, "", "  ")
 			got := fmt.Sprintf("=== system prompt\n%s\n=== user message\n%s\n=== fallback\n%s\n=== entries %d, bytes %d, cut %v, redactions %d\n",
 				p.SystemPrompt, p.UserMessage, b, p.Entries, p.TranscriptBytes, p.Cut, p.Redactions)
-			golden(t, name+".golden", got)
+			golden.Check(t, filepath.Join("testdata", name+".golden"), got)
 		})
 	}
 }

@@ -118,8 +118,14 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	}
 	fmt.Fprintf(inv.stderr, "pi-session: recap request for the run after %s (leaf %s): %d entries, transcript %d bytes%s, %d secrets redacted\n",
 		baselineName(run), p.LeafID, p.Entries, p.TranscriptBytes, cut, p.Redactions)
-	for _, d := range f.Diagnostics {
-		fmt.Fprintf(inv.stderr, "pi-session: %s: %v\n", args[0], d.Err)
+	// Lines pi would skip are left out of the run too; say which.
+	all := f.AllDiagnostics()
+	const shown = 5
+	for _, d := range all[:min(len(all), shown)] {
+		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
+	}
+	if len(all) > shown {
+		fmt.Fprintf(inv.stderr, "pi-session: and %d more problems (pi-session engine session lists them)\n", len(all)-shown+f.Omitted)
 	}
 	return 0
 }
