@@ -125,3 +125,24 @@ func TestUserMessageDefusesTags(t *testing.T) {
 		t.Errorf("a transcript closed the block early:\n%s", got)
 	}
 }
+
+// TestOversize: a model answer of megabytes and a baseline id of a
+// megabyte are handled and bounded.
+func TestOversize(t *testing.T) {
+	huge := strings.Repeat("x", 2<<20)
+	if v := Judge(Answer{Text: "{" + huge, StopReason: "stop"}); v.OK || v.Error != ErrTextInvalid {
+		t.Errorf("Judge(2 MB of garbage) = %+v", v)
+	}
+	v := Judge(Answer{Text: `{"recap":"` + huge + `","next":"` + huge + `"}`, StopReason: "stop"})
+	if !v.OK || utf8.RuneCountInString(v.Recap.Recap) != RecapMaxChars || utf8.RuneCountInString(v.Recap.Next) != NextMaxChars {
+		t.Errorf("Judge(2 MB fields): ok %v, %d and %d characters", v.OK, utf8.RuneCountInString(v.Recap.Recap), utf8.RuneCountInString(v.Recap.Next))
+	}
+	if v := Judge(Answer{StopReason: "error", ErrorMessage: huge}); len(v.Error) > 300 {
+		t.Errorf("Judge(2 MB error message) = %d bytes of error", len(v.Error))
+	}
+	after := huge[:1<<20]
+	p, err := Prepare(open(t, "kinds.jsonl"), Run{After: &after})
+	if err != nil || !p.Gone {
+		t.Errorf("Prepare after a 1 MB id = %+v, %v; want Gone", p, err)
+	}
+}
