@@ -267,14 +267,18 @@ func BenchmarkToolResultHook16MB(b *testing.B) {
 
 // BenchmarkBudgetTurn: the per-turn cost of the budget hooks through
 // real pi. The same scripted session of N and then 2N tool turns runs
-// without the extension and with it (enforce mode below the thresholds,
-// the steady state: one turn_end round trip per turn; observe mode past
-// the thresholds: turn_end and tool_call sent each turn without waiting).
-// The per-turn cost is the slope (T(2N) - T(N)) / N, so what a run pays
-// once (pi's start, the extension's load, connect and hello) cancels; the
-// overhead is the slope with the extension minus the slope without it, in
-// the same repeat. It also reports the hooks' own time as the extension
-// measured it (PI_SESSION_BUDGET_TIMING).
+// with the extension (enforce mode below the thresholds, the steady state;
+// observe mode past them, the default mode with every hook sending), with
+// the same extension minus its budget module (index.ts without the
+// registerBudget line, in a temporary copy), and without the extension.
+// Two measures cancel what a run pays once (pi's start, the extension's
+// load, connect and hello): the slope (T(2N) - T(N)) / N of wall times,
+// and the median time between two model requests in the steady state
+// (one turn: the tool, the hooks, the session writes). Each is taken in
+// the same repeat for every variant; the figures are medians over the
+// repeats, with the spread (max - min) of the budget's cost. It also
+// reports the hooks' own time as the extension measured it
+// (PI_SESSION_BUDGET_TIMING).
 func BenchmarkBudgetTurn(b *testing.B) {
 	bin := pitest.Binary(b)
 	const n = 40
@@ -282,20 +286,20 @@ func BenchmarkBudgetTurn(b *testing.B) {
 		enforceBelow = `{"mode":"enforce"}`
 		observePast  = `{"mode":"observe","models":{"faux/faux-1":{"main":{"soft":10,"handoff":20,"hard":100000000,"minProgress":1}}}}`
 	)
-	var gapsWithout, gapsEnforce, gapsObserve []float64
-	run := func(cfg string, turns int) (float64, float64) {
+	noBudget := extensionWithout(b, "\tregisterBudget(pi, kit);\n")
+	type result struct{ wall, gap, hooks float64 }
+	run := func(ext, cfg string, turns int) result {
 		steps := []map[string]any{}
 		for i := 0; i < turns; i++ {
 			steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
 		}
 		steps = append(steps, map[string]any{"text": "done"})
 		e := pitest.NewEnv(b)
-		if cfg != "" {
-			if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
-				b.Fatal(err)
-			}
-		} else {
-			e.Set("PI_SESSION_EXTENSION", "off")
+		if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if ext != "" {
+			e.Set("PI_SESSION_EXTENSION", ext)
 		}
 		e.Scenario(map[string]any{"steps": steps})
 		// No request log: the scripted model would read the whole log at
@@ -307,57 +311,74 @@ func BenchmarkBudgetTurn(b *testing.B) {
 		e.Set("PI_SESSION_BUDGET_TIMING", timing)
 		start := time.Now()
 		out, err := e.Command(bin, append(e.PiArgs(), "-p", "go")...).CombinedOutput()
-		d := float64(time.Since(start).Microseconds()) / 1000
+		r := result{wall: float64(time.Since(start).Microseconds()) / 1000}
 		if err != nil {
 			b.Fatalf("pi-session: %v\n%s", err, out)
 		}
 		if !strings.Contains(string(out), "done") {
 			b.Fatalf("the session did not end with the last step:\n%s", out)
 		}
-		// The median time between two model requests of the steady state:
-		// one turn (tool, hooks, session writes), without what runs once.
-		gaps := requestGaps(b, times, 5)
-		switch cfg {
-		case "":
-			gapsWithout = append(gapsWithout, gaps)
-			return d, 0
-		case enforceBelow:
-			gapsEnforce = append(gapsEnforce, gaps)
-		default:
-			gapsObserve = append(gapsObserve, gaps)
+		r.gap = requestGaps(b, times, 5)
+		if ext == "" {
+			var rec map[string]float64
+			line, _ := os.ReadFile(timing)
+			if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < float64(turns) {
+				b.Fatalf("timing %q: %v", line, err)
+			}
+			r.hooks = (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
 		}
-		var rec map[string]float64
-		line, _ := os.ReadFile(timing)
-		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < float64(turns) {
-			b.Fatalf("timing %q: %v", line, err)
-		}
-		b.Logf("%d turns, %s: hooks %.2f ms/turn, of which getContextUsage %.2f; median gap %.2f ms", turns, cfg, (rec["turnEndMs"]+rec["toolCallMs"])/rec["turns"], rec["usageMs"]/rec["turns"], gaps)
-		return d, (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
+		return r
 	}
-	var enforce, observe, without, enforceHook, observeHook []float64
+	var slopeEnforce, slopeObserve, slopeExt, gapEnforce, gapObserve, gapExt, hooksEnforce, hooksObserve []float64
 	for i := 0; i < b.N; i++ {
-		slope := func(cfg string) (float64, float64) {
-			t1, h1 := run(cfg, n)
-			t2, h2 := run(cfg, 2*n)
-			return (t2 - t1) / n, (h1 + h2) / 2
+		measure := func(ext, cfg string) (slope, gap, hooks float64) {
+			r1, r2 := run(ext, cfg, n), run(ext, cfg, 2*n)
+			return (r2.wall - r1.wall) / n, (r1.gap + r2.gap) / 2, (r1.hooks + r2.hooks) / 2
 		}
-		s0, _ := slope("")
-		s1, h1 := slope(enforceBelow)
-		s2, h2 := slope(observePast)
-		b.Logf("repeat %d: per turn without the extension %.2f ms, enforce +%.2f ms, observe +%.2f ms; hooks %.2f / %.2f ms", i, s0, s1-s0, s2-s0, h1, h2)
-		without, enforce, observe = append(without, s0), append(enforce, s1-s0), append(observe, s2-s0)
-		enforceHook, observeHook = append(enforceHook, h1), append(observeHook, h2)
+		sOff, gOff, _ := measure("off", enforceBelow)
+		sNo, gNo, _ := measure(noBudget, enforceBelow)
+		sEnf, gEnf, hEnf := measure("", enforceBelow)
+		sObs, gObs, hObs := measure("", observePast)
+		b.Logf("repeat %d: per turn (slope / median gap) without the extension %.2f / %.2f ms, without the budget %.2f / %.2f, enforce %.2f / %.2f, observe %.2f / %.2f; budget hooks %.3f / %.3f ms",
+			i, sOff, gOff, sNo, gNo, sEnf, gEnf, sObs, gObs, hEnf, hObs)
+		slopeEnforce, slopeObserve, slopeExt = append(slopeEnforce, sEnf-sNo), append(slopeObserve, sObs-sNo), append(slopeExt, sEnf-sOff)
+		gapEnforce, gapObserve, gapExt = append(gapEnforce, gEnf-gNo), append(gapObserve, gObs-gNo), append(gapExt, gEnf-gOff)
+		hooksEnforce, hooksObserve = append(hooksEnforce, hEnf), append(hooksObserve, hObs)
 	}
-	b.ReportMetric(medianF(enforce), "enforce-ms/turn")
-	b.ReportMetric(medianF(observe), "observe-ms/turn")
-	b.ReportMetric(medianF(without), "without-ms/turn")
-	b.ReportMetric(medianF(enforceHook), "enforce-hooks-ms/turn")
-	b.ReportMetric(medianF(observeHook), "observe-hooks-ms/turn")
-	b.ReportMetric(medianF(gapsEnforce)-medianF(gapsWithout), "enforce-gap-ms/turn")
-	b.ReportMetric(medianF(gapsObserve)-medianF(gapsWithout), "observe-gap-ms/turn")
-	b.ReportMetric(medianF(gapsWithout), "without-gap-ms")
-	b.ReportMetric(spread(enforce), "enforce-spread-ms")
-	b.ReportMetric(spread(observe), "observe-spread-ms")
+	b.ReportMetric(medianF(gapEnforce), "budget-enforce-gap-ms/turn")
+	b.ReportMetric(spread(gapEnforce), "budget-enforce-gap-spread-ms")
+	b.ReportMetric(medianF(gapObserve), "budget-observe-gap-ms/turn")
+	b.ReportMetric(spread(gapObserve), "budget-observe-gap-spread-ms")
+	b.ReportMetric(medianF(slopeEnforce), "budget-enforce-slope-ms/turn")
+	b.ReportMetric(spread(slopeEnforce), "budget-enforce-slope-spread-ms")
+	b.ReportMetric(medianF(slopeObserve), "budget-observe-slope-ms/turn")
+	b.ReportMetric(medianF(gapExt), "extension-gap-ms/turn")
+	b.ReportMetric(medianF(slopeExt), "extension-slope-ms/turn")
+	b.ReportMetric(medianF(hooksEnforce), "enforce-hooks-ms/turn")
+	b.ReportMetric(medianF(hooksObserve), "observe-hooks-ms/turn")
+}
+
+// extensionWithout is a temporary copy of the bundled extension with one
+// line of its index.ts removed (a module's registration).
+func extensionWithout(b *testing.B, line string) string {
+	b.Helper()
+	src := filepath.Join(pitest.Root(b), "extension")
+	dst := filepath.Join(b.TempDir(), "extension")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	index := filepath.Join(dst, "pi-session", "index.ts")
+	data, err := os.ReadFile(index)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(line)) {
+		b.Fatalf("%s has no line %q", index, line)
+	}
+	if err := os.WriteFile(index, bytes.Replace(data, []byte(line), nil, 1), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dst
 }
 
 // requestGaps is the median time between consecutive model requests in

@@ -79,9 +79,11 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		void ask<Answer>(method, params).then((r) => show(r?.result.view));
 	};
 
+	let syncSettle = () => {};
 	const show = (v: View | undefined) => {
 		if (!v) return;
 		view = v;
+		syncSettle();
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
@@ -156,59 +158,111 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		show((await ask<View>("budget.toolDone", { toolName: event.toolName }))?.result);
 	});
 
-	pi.on("turn_end", async (event, c) => {
-		const t0 = timingFile ? performance.now() : 0;
-		try {
-			return await turnEnd(event, c);
-		} finally {
-			if (timingFile) {
-				timing.turns++;
-				timing.turnEndMs += performance.now() - t0;
-			}
-		}
+	// Each turn is observed from its messages: the assistant message (its
+	// usage, its tool calls) and one toolResult message per call, all of
+	// which pi delivers before the turn's turn_end. A turn_end handler is
+	// registered only for a turn whose answer may change what pi does (an
+	// enforce-mode or /handoff turn that is not quiet): with any turn_end
+	// handler pi builds the session's whole boundary context twice per turn,
+	// a cost that grows with the session. Every other turn is recorded
+	// without making pi wait.
+	type Turn = { msg: any; calls: number; results: any[]; extra: number; sent: boolean; params?: any };
+	let turn: Turn | undefined;
+	let turnIndex = 0;
+	let offTurnEnd: (() => void) | undefined;
+	pi.on("turn_start", (event) => {
+		turnIndex = event.turnIndex;
 	});
-	const turnEnd = async (event: any, c: ExtensionContext) => {
+	pi.on("message_end", async (event, c) => {
 		ctx = c;
-		const msg = event.message as any;
-		const okAssistant = msg?.role === "assistant" && msg.stopReason !== "error" && msg.stopReason !== "aborted";
+		const m = event.message as any;
+		if (m.role === "assistant") {
+			await flush(); // a turn whose results never came (a path pi did not take before)
+			const failed = m.stopReason === "error" || m.stopReason === "aborted";
+			const calls = failed ? 0 : (m.content ?? []).filter((b: any) => b.type === "toolCall").length;
+			turn = { msg: m, calls, results: [], extra: 0, sent: false };
+		} else if (m.role === "toolResult" && turn && !turn.sent) {
+			turn.results.push(m);
+			turn.extra += estimateTokens(m);
+		} else return undefined;
+		if (turn.results.length >= turn.calls) await ready(c);
+		return undefined;
+	});
+
+	// turnParams is what budget.turnEnd gets for a turn.
+	const turnParams = async (t: Turn, c: ExtensionContext) => {
+		const msg = t.msg;
+		const okAssistant = msg.stopReason !== "error" && msg.stopReason !== "aborted";
 		if (okAssistant) overflowTried = false;
-		const u = msg?.usage;
-		const usage = okAssistant && u ? calculateContextTokens(u) : null;
-		const results = (event.toolResults ?? []).map((r: any) => ({
-			toolName: r.toolName,
-			toolCallId: r.toolCallId,
-			isError: !!r.isError,
-			grace: grace.has(r.toolCallId),
-			blocked: blocked.has(r.toolCallId),
-		}));
+		const usage = okAssistant && msg.usage ? calculateContextTokens(msg.usage) : 0;
 		const u0 = timingFile ? performance.now() : 0;
 		// pi's own context estimate (getContextUsage) is this turn's usage
 		// plus its tool results; ask pi (which walks the whole session)
 		// only when the turn has no usable usage.
-		const tokens = usage ? usage + (event.toolResults ?? []).reduce((n: number, r: any) => n + estimateTokens(r), 0) : (c.getContextUsage()?.tokens ?? null);
+		const tokens = usage ? usage + t.extra : (c.getContextUsage()?.tokens ?? null);
 		if (timingFile) timing.usageMs += performance.now() - u0;
-		const params = {
-			turnIndex: event.turnIndex,
+		return {
+			turnIndex,
 			tokens,
 			usage: usage || null,
 			model: model(c),
-			toolResults: results,
-			continues: (event.toolResults ?? []).length > 0,
-			outcome: event.outcome,
+			toolResults: t.results.map((r: any) => ({
+				toolName: r.toolName,
+				toolCallId: r.toolCallId,
+				isError: !!r.isError,
+				grace: grace.has(r.toolCallId),
+				blocked: blocked.has(r.toolCallId),
+			})),
+			continues: t.calls > 0,
+			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
 			guardOff: await guards.off(),
 		};
-		// Observe and off mode (nothing to carry out), or an enforce-mode
-		// turn the engine says cannot change anything (below quietBelow):
-		// record the turn without making pi wait.
-		const quiet = view?.live && view.quietBelow != null && (tokens === null || tokens < view.quietBelow) && params.model === view.model;
-		if ((view && !view.live) || quiet) {
+	};
+
+	// ready: every message of the turn is in. A turn that cannot change
+	// anything (observe and off mode, or enforce mode below quietBelow) is
+	// sent now without waiting; any other gets the turn_end handler.
+	const ready = async (c: ExtensionContext) => {
+		const t = turn;
+		if (!t || t.sent) return;
+		const t0 = timingFile ? performance.now() : 0;
+		const params = await turnParams(t, c);
+		const quiet = !view?.live || (view.quietBelow != null && (params.tokens === null || params.tokens < view.quietBelow) && params.model === view.model);
+		if (quiet && view) {
+			t.sent = true;
+			offTurnEnd?.();
+			offTurnEnd = undefined;
 			blocked.clear();
 			grace.clear();
 			handoffDone = false;
 			background("budget.turnEnd", params);
-			return undefined;
+		} else {
+			t.params = params;
+			offTurnEnd ??= pi.on("turn_end", turnEnd);
 		}
+		if (timingFile) {
+			timing.turns++;
+			timing.turnEndMs += performance.now() - t0;
+		}
+	};
+
+	// flush sends a turn that was never sent (no turn_end came for it).
+	const flush = async () => {
+		const t = turn;
+		if (!t || t.sent || !ctx) return;
+		t.sent = true;
+		background("budget.turnEnd", t.params ?? (await turnParams(t, ctx)));
+	};
+
+	const turnEnd = async (event: any, c: ExtensionContext) => {
+		ctx = c;
+		const t = turn;
+		const t0 = timingFile ? performance.now() : 0;
+		if (!t || t.sent) return undefined;
+		t.sent = true;
+		const params = t.params ?? (await turnParams(t, c));
 		const a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
+		if (timingFile) timing.turnEndMs += performance.now() - t0;
 		blocked.clear();
 		grace.clear();
 		handoffDone = false;
@@ -220,20 +274,39 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		return { entries: [...event.entries, ...((a.entries ?? []) as any[])], continue: a.continue || undefined };
 	};
 
-	pi.on("agent_before_settle", async (event) => {
-		// No job, watch or subagent registry is available to pi-session
-		// (pendingWork is what they would count), so the settle-time idle
-		// handoff never starts here; see README, Idle reset.
+	// agent_before_settle, like turn_end, makes pi build the whole boundary
+	// context, so its handler is registered only while a settle could ask
+	// for a continuation (a handoff required, a fallback, a /handoff, in a
+	// mode that carries it out); otherwise the settle is reported at
+	// agent_settled, for the record and observe mode's preview.
+	// No job, watch or subagent registry is available to pi-session
+	// (pendingWork is what they would count), so the settle-time idle
+	// handoff never starts here; see README, Idle reset.
+	let settleSeen = false;
+	const beforeSettle = async (event: any) => {
+		settleSeen = true;
 		const a = (await ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
 		if (!a) return undefined;
 		show(a.view);
 		if (!a.entries?.length) return undefined;
 		return { entries: [...event.entries, ...(a.entries as any[])], continue: a.continue || undefined };
-	});
+	};
+	let offSettle: (() => void) | undefined = pi.on("agent_before_settle", beforeSettle);
+	syncSettle = () => {
+		const want = !view || (view.live && view.quietBelow == null);
+		if (want && !offSettle) offSettle = pi.on("agent_before_settle", beforeSettle);
+		if (!want && offSettle) {
+			offSettle();
+			offSettle = undefined;
+		}
+	};
 
 	pi.on("agent_settled", async (event, c) => {
 		ctx = c;
 		for (const w of settleWaiters.splice(0)) w();
+		await flush();
+		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
+		settleSeen = false;
 		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: 30_000 }))?.result;
 		if (a) {
 			show(a.view);
