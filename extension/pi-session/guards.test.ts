@@ -7,11 +7,14 @@ import { guardIntegration } from "./guards.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "guards-"));
 
-test("no library: the guard is not consulted", async () => {
+test("no library: the guard is not consulted, until one is set up", async () => {
 	const said: string[] = [];
-	const g = guardIntegration(path.join(dir, "missing.ts"), (t) => said.push(t));
+	const file = path.join(dir, "later.ts");
+	const g = guardIntegration(file, (t) => said.push(t));
 	assert.equal(await g.off(), undefined);
 	assert.deepEqual(said, []);
+	fs.writeFileSync(file, "export function isGuardOff(name: string) { return name === 'context'; }\n");
+	assert.equal(await g.off(), true);
 });
 
 test("isGuardOff is asked for the context guard, live", async () => {

@@ -9,8 +9,8 @@ import { pathToFileURL } from "node:url";
 
 export type Guards = { off: () => Promise<boolean | undefined> };
 
-// guardIntegration loads file on first use. off() is undefined without the
-// library or when it fails; a failure is said once.
+// guardIntegration loads file the first time it exists. off() is
+// undefined without the library or when it fails; a failure is said once.
 export function guardIntegration(file: string, say: (text: string, level?: "info" | "warning" | "error") => void): Guards {
 	let mod: { isGuardOff: (name: string) => unknown } | null | undefined;
 	let told = false;
@@ -20,8 +20,8 @@ export function guardIntegration(file: string, say: (text: string, level?: "info
 	};
 	const load = async () => {
 		if (mod !== undefined) return mod;
+		if (!fs.existsSync(file)) return null; // looked for again next time: a library may be set up later
 		mod = null;
-		if (!fs.existsSync(file)) return mod;
 		try {
 			const m = await import(pathToFileURL(file).href);
 			const api = typeof m.isGuardOff === "function" ? m : m.default;
