@@ -303,7 +303,7 @@ func TestSettingsWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
+	checkGolden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
 	if s.Config.ReadOffloadThreshold != 16384 || s.Config.TurnBudgetBytes != 30000 || len(s.Warnings) != 2 {
 		t.Errorf("settings = %+v", s)
 	}
@@ -363,7 +363,7 @@ func TestSummarize(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		golden(t, "summary_"+tt.name, res.Text)
+		checkGolden(t, "summary_"+tt.name, res.Text)
 	}
 	for _, args := range []string{`{}`, `{"text":"x","id":"ce_000000000000000000000000"}`, `{"text":"x","mode":"fancy"}`, `{"text":"x","maxTokens":10}`} {
 		if _, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(args)}); !errors.Is(err, ErrBadArgument) {
