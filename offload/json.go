@@ -195,27 +195,6 @@ func validJSON(d []byte) error {
 	return nil
 }
 
-// jsonKind names the type of the value at d[i].
-func jsonKind(d []byte, i int) string {
-	i = skipWS(d, i)
-	if i >= len(d) {
-		return "nothing"
-	}
-	switch c := d[i]; {
-	case c == '"':
-		return "string"
-	case c == '{':
-		return "object"
-	case c == '[':
-		return "array"
-	case c == 't' || c == 'f':
-		return "boolean"
-	case c == 'n':
-		return "null"
-	}
-	return "number"
-}
-
 // eachMember calls f with each member of the object at d[i]: the raw key
 // (with quotes) and the value's range. f returns false to stop.
 func eachMember(d []byte, i int, f func(key []byte, vs, ve int) bool) error {

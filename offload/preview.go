@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // preview is the index-like part of an offload notice.
@@ -288,7 +290,7 @@ func scanArray(d []byte, s int) (arrayInfo, int, error) {
 		}
 		a.n++
 		if a.n <= 100 {
-			a.kinds[jsonKind(d, vs)]++
+			a.kinds[jsonpos.Type(d[vs:])]++
 		}
 		return true
 	})
@@ -309,7 +311,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 		return "[]"
 	}
 	of := kindList(a.kinds)
-	if jsonKind(d, a.first0) == "object" {
+	if jsonpos.Type(d[a.first0:]) == "object" {
 		var keys []string
 		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
 			ks, _ := unquote(k)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonpos"
+
 	"github.com/pi-session/pi-session/clip"
 )
 
@@ -704,7 +706,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 		meta.ValueType = "string"
 	} else if len(nodes) == 1 {
 		segs = [][]byte{data[nodes[0].s:nodes[0].e]}
-		meta.ValueType = jsonKind(data, nodes[0].s)
+		meta.ValueType = jsonpos.Type(data[nodes[0].s:])
 	} else {
 		meta.ValueType = "list"
 		segs = append(segs, []byte("[\n"))

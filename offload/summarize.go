@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi-session/pi-session/jsonpos"
+
 	"github.com/pi-session/pi-session/clip"
 )
 
@@ -110,7 +112,7 @@ func jsonShape(b *strings.Builder, d []byte, maxBytes int) {
 	rs := skipWS(d, 0)
 	re, _ := skipValue(d, rs, 0)
 	w := &shapeWriter{b: b, d: d, max: maxBytes}
-	w.line(0, "JSON %s, %d bytes:", jsonKind(d, rs), re-rs)
+	w.line(0, "JSON %s, %d bytes:", jsonpos.Type(d[rs:]), re-rs)
 	w.value(1, "$", rs, re, 0)
 }
 
@@ -149,7 +151,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 				sample = append(sample, [2]int{vs, ve})
 			}
 			if n <= 1000 {
-				kinds[jsonKind(d, vs)]++
+				kinds[jsonpos.Type(d[vs:])]++
 			}
 			return true
 		})
@@ -199,7 +201,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		str, _ := unquote(d[s:e])
 		w.line(indent, "%s: string %s", name, strconv.Quote(cutText(str, 40)))
 	default:
-		w.line(indent, "%s: %s %s", name, jsonKind(d, s), cutText(string(d[s:e]), 30))
+		w.line(indent, "%s: %s %s", name, jsonpos.Type(d[s:]), cutText(string(d[s:e]), 30))
 	}
 }
 

@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // span is a value's position in a line; start < 0 means the key is absent.
@@ -215,7 +217,7 @@ func fieldError(b []byte, name string, s span, want string) error {
 	if !s.ok() {
 		return fmt.Errorf("missing %q, want %s", name, want)
 	}
-	return fmt.Errorf("%q is %s, want %s", name, kindOf(b, s.start), want)
+	return fmt.Errorf("%q is %s, want %s", name, jsonpos.Kind(b[s.start:]), want)
 }
 
 // checkEntry checks the members pi relies on when it builds the tree and the

@@ -413,24 +413,3 @@ func decodeU(b []byte) (rune, int) {
 	}
 	return r, 6
 }
-
-// kindOf names the JSON type of the value starting at b[i], for messages.
-func kindOf(b []byte, i int) string {
-	if i >= len(b) {
-		return "missing"
-	}
-	switch c := b[i]; c {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
