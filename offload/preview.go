@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/pi-session/pi-session/jsonpos"
 )
 
@@ -30,7 +32,7 @@ func buildPreview(data []byte, textBlocks bool, budget int) preview {
 			return pv
 		}
 	}
-	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
+	if i := jsonscan.SkipSpace(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
 		if pv, ok := jsonPreview(data, budget); ok {
 			return pv
 		}
@@ -284,7 +286,7 @@ type arrayInfo struct {
 
 func scanArray(d []byte, s int) (arrayInfo, int, error) {
 	a := arrayInfo{kinds: map[string]int{}}
-	end, err := walkArray(d, s, func(i, vs, ve int) bool {
+	end, err := jsonscan.WalkArray(d, s, func(i, vs, ve int) bool {
 		if a.n == 0 {
 			a.first0, a.first1 = vs, ve
 		}
@@ -313,8 +315,8 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 	of := kindList(a.kinds)
 	if jsonpos.Type(d[a.first0:]) == "object" {
 		var keys []string
-		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
-			ks, _ := unquote(k)
+		jsonscan.EachMember(d, a.first0, func(k []byte, _, _ int) bool {
+			ks, _ := jsonscan.Unquote(k)
 			keys = append(keys, cutText(ks, 30))
 			return len(keys) < 6
 		})
@@ -326,7 +328,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 func shortScalar(d []byte, s, e int) string {
 	switch d[s] {
 	case '"':
-		str, _ := unquote(d[s:e])
+		str, _ := jsonscan.Unquote(d[s:e])
 		if len(str) > 60 {
 			cut := runeCut([]byte(str), 60, 0)
 			return strconv.Quote(str[:cut]) + fmt.Sprintf("... (%d bytes)", len(str))
@@ -335,10 +337,10 @@ func shortScalar(d []byte, s, e int) string {
 	case '{':
 		var keys []string
 		n := 0
-		eachMember(d, s, func(k []byte, _, _ int) bool {
+		jsonscan.EachMember(d, s, func(k []byte, _, _ int) bool {
 			n++
 			if len(keys) < 6 {
-				ks, _ := unquote(k)
+				ks, _ := jsonscan.Unquote(k)
 				keys = append(keys, cutText(ks, 30))
 			}
 			return true
@@ -366,7 +368,7 @@ func kindList(kinds map[string]int) string {
 // counts the members and the elements of top-level arrays, and finds the
 // largest value.
 func jsonPreview(d []byte, budget int) (preview, bool) {
-	rs := skipWS(d, 0)
+	rs := jsonscan.SkipSpace(d, 0)
 	type member struct {
 		key    string
 		vs, ve int
@@ -379,53 +381,53 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	if d[rs] == '{' {
 		// Walk the members by hand so that an array is validated and
 		// counted in the same pass.
-		i := skipWS(d, rs+1)
+		i := jsonscan.SkipSpace(d, rs+1)
 		if i < len(d) && d[i] == '}' {
 			re = i + 1
 		}
 		for re == 0 && err == nil {
-			i = skipWS(d, i)
+			i = jsonscan.SkipSpace(d, i)
 			if i >= len(d) || d[i] != '"' {
-				err = &jsonError{i, "expected a member name"}
+				err = &jsonscan.Error{Off: i, Msg: "expected a member name"}
 				break
 			}
 			ks := i
 			var ke int
-			if ke, err = skipString(d, i); err != nil {
+			if ke, err = jsonscan.SkipString(d, i); err != nil {
 				break
 			}
-			i = skipWS(d, ke)
+			i = jsonscan.SkipSpace(d, ke)
 			if i >= len(d) || d[i] != ':' {
-				err = &jsonError{i, "expected ':'"}
+				err = &jsonscan.Error{Off: i, Msg: "expected ':'"}
 				break
 			}
-			vs := skipWS(d, i+1)
+			vs := jsonscan.SkipSpace(d, i+1)
 			m := member{vs: vs}
-			m.key, _ = unquote(d[ks:ke])
+			m.key, _ = jsonscan.Unquote(d[ks:ke])
 			if vs < len(d) && d[vs] == '[' {
 				a, end, e := scanArray(d, vs)
 				m.arr, m.ve, err = &a, end, e
 			} else {
-				m.ve, err = skipValue(d, vs, 1)
+				m.ve, err = jsonscan.SkipValue(d, vs, 1)
 			}
 			if err != nil {
 				break
 			}
 			members = append(members, m)
-			i = skipWS(d, m.ve)
+			i = jsonscan.SkipSpace(d, m.ve)
 			switch {
 			case i < len(d) && d[i] == ',':
 				i++
 			case i < len(d) && d[i] == '}':
 				re = i + 1
 			default:
-				err = &jsonError{i, "expected ',' or '}'"}
+				err = &jsonscan.Error{Off: i, Msg: "expected ',' or '}'"}
 			}
 		}
 	} else {
 		rootArr, re, err = scanArray(d, rs)
 	}
-	if err != nil || skipWS(d, re) != len(d) {
+	if err != nil || jsonscan.SkipSpace(d, re) != len(d) {
 		return preview{}, false
 	}
 	var b strings.Builder
@@ -478,14 +480,14 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 		}
 		if d[target.s] == '[' {
 			var fs, fe int
-			eachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
+			jsonscan.EachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
 			if fe > fs {
 				p := target.path + "[0]"
 				specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(p))
 				if d[fs] == '{' {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
-					eachMember(d, fs, func(k []byte, vs, ve int) bool {
-						key, _ := unquote(k)
+					jsonscan.EachMember(d, fs, func(k []byte, vs, ve int) bool {
+						key, _ := jsonscan.Unquote(k)
 						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(cutText(key, 60)), shortValue(d, vs, ve)))
 					})
 				} else {
@@ -514,8 +516,8 @@ type blockView struct {
 func blocksPreview(d []byte, budget int) (preview, bool) {
 	var arr [2]int
 	found := false
-	eachMember(d, skipWS(d, 0), func(k []byte, vs, ve int) bool {
-		if keyEquals(k, "textBlocks") && d[vs] == '[' {
+	jsonscan.EachMember(d, jsonscan.SkipSpace(d, 0), func(k []byte, vs, ve int) bool {
+		if jsonscan.KeyEquals(k, "textBlocks") && d[vs] == '[' {
 			arr, found = [2]int{vs, ve}, true
 			return false
 		}
@@ -525,17 +527,17 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		return preview{}, false
 	}
 	n := 0
-	eachElement(d, arr[0], func(int, int, int) bool { n++; return true })
+	jsonscan.EachElement(d, arr[0], func(int, int, int) bool { n++; return true })
 	per := max(budget/max(n, 1)-80, 120)
 	return renderBlocks(n, per, budget, func(yield func(blockView) bool) {
-		eachElement(d, arr[0], func(i, vs, ve int) bool {
+		jsonscan.EachElement(d, arr[0], func(i, vs, ve int) bool {
 			var idx int64 = -1
 			var text [2]int
-			eachMember(d, vs, func(k []byte, s, e int) bool {
+			jsonscan.EachMember(d, vs, func(k []byte, s, e int) bool {
 				switch {
-				case keyEquals(k, "index"):
+				case jsonscan.KeyEquals(k, "index"):
 					idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
-				case keyEquals(k, "text") && d[s] == '"':
+				case jsonscan.KeyEquals(k, "text") && d[s] == '"':
 					text = [2]int{s, e}
 				}
 				return true
@@ -544,8 +546,8 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 				return true
 			}
 			raw := d[text[0]:text[1]]
-			head, _ := appendUnquoted(nil, raw, 0, int64(per))
-			return yield(blockView{pos: i, idx: idx, head: head, size: decodedLen(raw)})
+			head, _ := jsonscan.AppendUnquoted(nil, raw, 0, int64(per))
+			return yield(blockView{pos: i, idx: idx, head: head, size: jsonscan.DecodedLen(raw)})
 		})
 	}), true
 }

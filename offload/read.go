@@ -12,6 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonpath"
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/pi-session/pi-session/jsonpos"
 
 	"github.com/pi-session/pi-session/clip"
@@ -673,20 +676,36 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 	return res, nil
 }
 
+// ErrBadJSONPath wraps every JSONPath syntax error.
+var ErrBadJSONPath = errors.New("offload: jsonPath: invalid")
+
+// jsonPathError words an error of package jsonpath for the model, as one
+// of offload's: a syntax error wraps ErrBadJSONPath.
+func jsonPathError(err error) error {
+	var je *jsonpath.Error
+	switch {
+	case !errors.As(err, &je):
+		return err
+	case errors.Is(err, jsonpath.ErrSyntax):
+		return fmt.Errorf("%w: %s", ErrBadJSONPath, je.Msg)
+	}
+	return errors.New("offload: jsonPath: " + je.Msg)
+}
+
 // readJSONPath reads the values a JSONPath selects: one string is shown
 // decoded, anything else as JSON; a large rendering is paged with offset.
 func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool) (ReadResult, error) {
-	q, err := parseJSONPath(a.JSONPath)
+	q, err := jsonpath.Parse(a.JSONPath)
 	if err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
-	nodes, err := evalJSONPath(data, q)
+	nodes, err := q.Select(data)
 	if err != nil {
-		var je *jsonError
+		var je *jsonscan.Error
 		if errors.As(err, &je) {
 			return ReadResult{}, argErr("jsonPath", "the payload is not JSON (%v); use query or a byte range (offset, length)", je)
 		}
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
 	meta := ReadMeta{TotalBytes: int64(len(data)), JSONPath: a.JSONPath, Results: len(nodes)}
 	res := ReadResult{Details: ReadDetails{ID: id, Mode: "jsonPath"}}
@@ -700,13 +719,13 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	var segs [][]byte
 	decoded := false
 	var total int64
-	if len(nodes) == 1 && data[nodes[0].s] == '"' {
+	if len(nodes) == 1 && data[nodes[0].Start] == '"' {
 		decoded = true
-		total = decodedLen(data[nodes[0].s:nodes[0].e])
+		total = jsonscan.DecodedLen(data[nodes[0].Start:nodes[0].End])
 		meta.ValueType = "string"
 	} else if len(nodes) == 1 {
-		segs = [][]byte{data[nodes[0].s:nodes[0].e]}
-		meta.ValueType = jsonpos.Type(data[nodes[0].s:])
+		segs = [][]byte{data[nodes[0].Start:nodes[0].End]}
+		meta.ValueType = jsonpos.Type(data[nodes[0].Start:])
 	} else {
 		meta.ValueType = "list"
 		segs = append(segs, []byte("[\n"))
@@ -714,7 +733,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 			if i > 0 {
 				segs = append(segs, []byte(",\n"))
 			}
-			segs = append(segs, data[n.s:n.e])
+			segs = append(segs, data[n.Start:n.End])
 		}
 		segs = append(segs, []byte("\n]"))
 	}
@@ -735,7 +754,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var out []byte
 	if decoded {
-		out, _ = appendUnquoted(nil, data[nodes[0].s:nodes[0].e], a.Offset, n)
+		out, _ = jsonscan.AppendUnquoted(nil, data[nodes[0].Start:nodes[0].End], a.Offset, n)
 	} else {
 		out = virtualSlice(segs, a.Offset, n)
 	}
@@ -756,7 +775,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var b strings.Builder
 	if len(nodes) == 1 {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].s, nodes[0].e)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].Start, nodes[0].End)
 	} else {
 		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip.Echo(a.JSONPath), len(nodes), total)
 	}

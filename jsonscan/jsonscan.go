@@ -1,71 +1,76 @@
-package offload
+// Package jsonscan finds JSON values in a byte slice by their offsets, checking their syntax as it steps over them, and decodes strings, so a large document is read without decoding the rest.
+package jsonscan
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// A small JSON scanner over a byte slice (usually a mapped payload): values
-// are located by byte ranges and decoded only when needed, so a path like
-// $.items[5000].name touches a few values and skips the rest.
+// The scanner works over a byte slice (a mapped payload, say): values are
+// located by byte ranges and decoded only when needed, so a path like
+// $.items[5000].name touches a few values and steps over the rest.
 
-const maxJSONDepth = 10000
+// maxDepth is how deep arrays and objects may nest.
+const maxDepth = 10000
 
-// jsonError is a syntax error at a byte offset.
-type jsonError struct {
+// Error is a syntax error at a byte offset.
+type Error struct {
 	Off int
 	Msg string
 }
 
-func (e *jsonError) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Off) }
+func (e *Error) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Off) }
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipWS(d []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func SkipSpace(d []byte, i int) int {
 	for i < len(d) && isWS(d[i]) {
 		i++
 	}
 	return i
 }
 
-// skipValue returns the end of the value starting at i (after whitespace).
-func skipValue(d []byte, i int, depth int) (int, error) {
-	i = skipWS(d, i)
+// SkipValue returns the end of the value starting at i (after white
+// space). depth is how deep the value nests already (0 for a document);
+// arrays and objects may nest 10,000 deep in all.
+func SkipValue(d []byte, i int, depth int) (int, error) {
+	i = SkipSpace(d, i)
 	if i >= len(d) {
-		return i, &jsonError{i, "unexpected end of JSON"}
+		return i, &Error{i, "unexpected end of JSON"}
 	}
 	switch c := d[i]; {
 	case c == '"':
-		return skipString(d, i)
+		return SkipString(d, i)
 	case c == '{':
-		if depth >= maxJSONDepth {
-			return i, &jsonError{i, "JSON nested too deeply"}
+		if depth >= maxDepth {
+			return i, &Error{i, "JSON nested too deeply"}
 		}
-		i = skipWS(d, i+1)
+		i = SkipSpace(d, i+1)
 		if i < len(d) && d[i] == '}' {
 			return i + 1, nil
 		}
 		for {
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i >= len(d) || d[i] != '"' {
-				return i, &jsonError{i, "expected a member name"}
+				return i, &Error{i, "expected a member name"}
 			}
 			var err error
-			if i, err = skipString(d, i); err != nil {
+			if i, err = SkipString(d, i); err != nil {
 				return i, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i >= len(d) || d[i] != ':' {
-				return i, &jsonError{i, "expected ':'"}
+				return i, &Error{i, "expected ':'"}
 			}
-			if i, err = skipValue(d, i+1, depth+1); err != nil {
+			if i, err = SkipValue(d, i+1, depth+1); err != nil {
 				return i, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i < len(d) && d[i] == ',' {
 				i++
 				continue
@@ -73,22 +78,22 @@ func skipValue(d []byte, i int, depth int) (int, error) {
 			if i < len(d) && d[i] == '}' {
 				return i + 1, nil
 			}
-			return i, &jsonError{i, "expected ',' or '}'"}
+			return i, &Error{i, "expected ',' or '}'"}
 		}
 	case c == '[':
-		if depth >= maxJSONDepth {
-			return i, &jsonError{i, "JSON nested too deeply"}
+		if depth >= maxDepth {
+			return i, &Error{i, "JSON nested too deeply"}
 		}
-		i = skipWS(d, i+1)
+		i = SkipSpace(d, i+1)
 		if i < len(d) && d[i] == ']' {
 			return i + 1, nil
 		}
 		for {
 			var err error
-			if i, err = skipValue(d, i, depth+1); err != nil {
+			if i, err = SkipValue(d, i, depth+1); err != nil {
 				return i, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i < len(d) && d[i] == ',' {
 				i++
 				continue
@@ -96,7 +101,7 @@ func skipValue(d []byte, i int, depth int) (int, error) {
 			if i < len(d) && d[i] == ']' {
 				return i + 1, nil
 			}
-			return i, &jsonError{i, "expected ',' or ']'"}
+			return i, &Error{i, "expected ',' or ']'"}
 		}
 	case c == 't':
 		return skipLit(d, i, "true")
@@ -107,13 +112,13 @@ func skipValue(d []byte, i int, depth int) (int, error) {
 	case c == '-' || '0' <= c && c <= '9':
 		return skipNumber(d, i)
 	default:
-		return i, &jsonError{i, fmt.Sprintf("invalid character %q", c)}
+		return i, &Error{i, fmt.Sprintf("invalid character %q", c)}
 	}
 }
 
 func skipLit(d []byte, i int, lit string) (int, error) {
 	if !bytes.HasPrefix(d[i:], []byte(lit)) {
-		return i, &jsonError{i, "invalid literal"}
+		return i, &Error{i, "invalid literal"}
 	}
 	return i + len(lit), nil
 }
@@ -124,7 +129,7 @@ func skipNumber(d []byte, i int) (int, error) {
 		i++
 	}
 	if i >= len(d) {
-		return i, &jsonError{start, "invalid number"}
+		return i, &Error{start, "invalid number"}
 	}
 	if d[i] == '0' {
 		i++
@@ -133,7 +138,7 @@ func skipNumber(d []byte, i int) (int, error) {
 			i++
 		}
 	} else {
-		return i, &jsonError{start, "invalid number"}
+		return i, &Error{start, "invalid number"}
 	}
 	if i < len(d) && d[i] == '.' {
 		i++
@@ -142,7 +147,7 @@ func skipNumber(d []byte, i int) (int, error) {
 			i++
 		}
 		if i == j {
-			return i, &jsonError{start, "invalid number"}
+			return i, &Error{start, "invalid number"}
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -155,20 +160,22 @@ func skipNumber(d []byte, i int) (int, error) {
 			i++
 		}
 		if i == j {
-			return i, &jsonError{start, "invalid number"}
+			return i, &Error{start, "invalid number"}
 		}
 	}
 	return i, nil
 }
 
-// skipString returns the end of the string starting at d[i] == '"'.
-func skipString(d []byte, i int) (int, error) {
+// SkipString returns the end of the string starting at d[i] == '"'. It
+// looks for the closing quote only: escapes and control characters inside
+// are not checked (Unquote rejects a bad escape).
+func SkipString(d []byte, i int) (int, error) {
 	start := i
 	i++
 	for {
 		j := bytes.IndexByte(d[i:], '"')
 		if j < 0 {
-			return len(d), &jsonError{start, "unterminated string"}
+			return len(d), &Error{start, "unterminated string"}
 		}
 		i += j
 		// Count the backslashes before the quote: an odd number escapes it.
@@ -183,59 +190,61 @@ func skipString(d []byte, i int) (int, error) {
 	}
 }
 
-// validJSON checks that d is one JSON value surrounded by whitespace.
-func validJSON(d []byte) error {
-	end, err := skipValue(d, 0, 0)
+// Valid checks that d is one JSON value surrounded by white space. It
+// accepts every document encoding/json accepts, and strings with control
+// characters or bad escapes too (see SkipString).
+func Valid(d []byte) error {
+	end, err := SkipValue(d, 0, 0)
 	if err != nil {
 		return err
 	}
-	if e := skipWS(d, end); e != len(d) {
-		return &jsonError{e, "text after the JSON value"}
+	if e := SkipSpace(d, end); e != len(d) {
+		return &Error{e, "text after the JSON value"}
 	}
 	return nil
 }
 
-// eachMember calls f with each member of the object at d[i]: the raw key
+// EachMember calls f with each member of the object at d[i]: the raw key
 // (with quotes) and the value's range. f returns false to stop.
-func eachMember(d []byte, i int, f func(key []byte, vs, ve int) bool) error {
-	_, err := walkObject(d, i, f)
+func EachMember(d []byte, i int, f func(key []byte, vs, ve int) bool) error {
+	_, err := WalkObject(d, i, f)
 	return err
 }
 
-// walkObject is eachMember returning the end of the object (-1 when f
+// WalkObject is EachMember returning the end of the object (-1 when f
 // stopped early).
-func walkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, error) {
-	i = skipWS(d, i)
+func WalkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, error) {
+	i = SkipSpace(d, i)
 	if i >= len(d) || d[i] != '{' {
-		return i, &jsonError{i, "not an object"}
+		return i, &Error{i, "not an object"}
 	}
-	i = skipWS(d, i+1)
+	i = SkipSpace(d, i+1)
 	if i < len(d) && d[i] == '}' {
 		return i + 1, nil
 	}
 	for {
-		i = skipWS(d, i)
+		i = SkipSpace(d, i)
 		if i >= len(d) || d[i] != '"' {
-			return i, &jsonError{i, "expected a member name"}
+			return i, &Error{i, "expected a member name"}
 		}
 		ks := i
-		ke, err := skipString(d, i)
+		ke, err := SkipString(d, i)
 		if err != nil {
 			return ke, err
 		}
-		i = skipWS(d, ke)
+		i = SkipSpace(d, ke)
 		if i >= len(d) || d[i] != ':' {
-			return i, &jsonError{i, "expected ':'"}
+			return i, &Error{i, "expected ':'"}
 		}
-		vs := skipWS(d, i+1)
-		ve, err := skipValue(d, vs, 1)
+		vs := SkipSpace(d, i+1)
+		ve, err := SkipValue(d, vs, 1)
 		if err != nil {
 			return ve, err
 		}
 		if !f(d[ks:ke], vs, ve) {
 			return -1, nil
 		}
-		i = skipWS(d, ve)
+		i = SkipSpace(d, ve)
 		if i < len(d) && d[i] == ',' {
 			i++
 			continue
@@ -243,37 +252,37 @@ func walkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, erro
 		if i < len(d) && d[i] == '}' {
 			return i + 1, nil
 		}
-		return i, &jsonError{i, "expected ',' or '}'"}
+		return i, &Error{i, "expected ',' or '}'"}
 	}
 }
 
-// eachElement calls f with each element of the array at d[i].
-func eachElement(d []byte, i int, f func(idx, vs, ve int) bool) error {
-	_, err := walkArray(d, i, f)
+// EachElement calls f with each element of the array at d[i].
+func EachElement(d []byte, i int, f func(idx, vs, ve int) bool) error {
+	_, err := WalkArray(d, i, f)
 	return err
 }
 
-// walkArray is eachElement returning the end of the array (-1 when f
+// WalkArray is EachElement returning the end of the array (-1 when f
 // stopped early).
-func walkArray(d []byte, i int, f func(idx, vs, ve int) bool) (int, error) {
-	i = skipWS(d, i)
+func WalkArray(d []byte, i int, f func(idx, vs, ve int) bool) (int, error) {
+	i = SkipSpace(d, i)
 	if i >= len(d) || d[i] != '[' {
-		return i, &jsonError{i, "not an array"}
+		return i, &Error{i, "not an array"}
 	}
-	i = skipWS(d, i+1)
+	i = SkipSpace(d, i+1)
 	if i < len(d) && d[i] == ']' {
 		return i + 1, nil
 	}
 	for n := 0; ; n++ {
-		vs := skipWS(d, i)
-		ve, err := skipValue(d, vs, 1)
+		vs := SkipSpace(d, i)
+		ve, err := SkipValue(d, vs, 1)
 		if err != nil {
 			return ve, err
 		}
 		if !f(n, vs, ve) {
 			return -1, nil
 		}
-		i = skipWS(d, ve)
+		i = SkipSpace(d, ve)
 		if i < len(d) && d[i] == ',' {
 			i++
 			continue
@@ -281,30 +290,30 @@ func walkArray(d []byte, i int, f func(idx, vs, ve int) bool) (int, error) {
 		if i < len(d) && d[i] == ']' {
 			return i + 1, nil
 		}
-		return i, &jsonError{i, "expected ',' or ']'"}
+		return i, &Error{i, "expected ',' or ']'"}
 	}
 }
 
-// keyEquals compares a raw JSON key (quotes included) with a name.
-func keyEquals(raw []byte, name string) bool {
+// KeyEquals compares a raw JSON key (quotes included) with a name.
+func KeyEquals(raw []byte, name string) bool {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
 		return string(inner) == name
 	}
-	s, ok := unquote(raw)
+	s, ok := Unquote(raw)
 	return ok && s == name
 }
 
-// unquote decodes a JSON string literal.
-func unquote(raw []byte) (string, bool) {
+// Unquote decodes a JSON string literal.
+func Unquote(raw []byte) (string, bool) {
 	var b []byte
-	b, ok := appendUnquoted(nil, raw, 0, -1)
+	b, ok := AppendUnquoted(nil, raw, 0, -1)
 	return string(b), ok
 }
 
-// appendUnquoted decodes the string literal raw, skipping the first skip
+// AppendUnquoted decodes the string literal raw, skipping the first skip
 // decoded bytes and appending at most limit bytes (-1: all) to out.
-func appendUnquoted(out []byte, raw []byte, skip int64, limit int64) ([]byte, bool) {
+func AppendUnquoted(out []byte, raw []byte, skip int64, limit int64) ([]byte, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return out, false
 	}
@@ -396,8 +405,8 @@ func appendUnquoted(out []byte, raw []byte, skip int64, limit int64) ([]byte, bo
 	return out, true
 }
 
-// decodedLen is the length of a string literal once decoded.
-func decodedLen(raw []byte) int64 {
+// DecodedLen is the length of a string literal once decoded.
+func DecodedLen(raw []byte) int64 {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
 		return int64(len(inner))
@@ -434,14 +443,4 @@ func decodedLen(raw []byte) int64 {
 		inner = inner[adv:]
 	}
 	return n
-}
-
-// decodeValue decodes the value in d[s:e] with encoding/json (numbers as
-// float64).
-func decodeValue(d []byte, s, e int) (any, error) {
-	var v any
-	if err := json.Unmarshal(d[s:e], &v); err != nil {
-		return nil, err
-	}
-	return v, nil
 }
