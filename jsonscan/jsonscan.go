@@ -1,4 +1,4 @@
-// Package jsonscan finds JSON values in a byte slice by their offsets, checking their syntax as it steps over them, and decodes strings, so a large document is read without decoding the rest.
+// Package jsonscan finds JSON values in a byte slice by their offsets, checking their syntax as it steps over them, and decodes and escapes strings, so a large document is read without decoding the rest.
 package jsonscan
 
 import (

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -355,9 +357,9 @@ func TestSummarize(t *testing.T) {
 	ctx := context.Background()
 	code := "package main\n\nimport (\n\t\"fmt\"\n)\n\n// Run runs.\nfunc Run(x int) error {\n\treturn nil\n}\n\ntype T struct {\n\tA int\n}\n\nfunc (t *T) M() {}\n"
 	for _, tt := range []struct{ name, args string }{
-		{"json", `{"text":` + jsonString(buildJSON(30)) + `}`},
-		{"log", `{"text":` + jsonString(buildLog(500)) + `,"maxTokens":200}`},
-		{"code", `{"text":` + jsonString(code) + `,"mode":"code"}`},
+		{"json", `{"text":` + jsonscan.Quote(buildJSON(30)) + `}`},
+		{"log", `{"text":` + jsonscan.Quote(buildLog(500)) + `,"maxTokens":200}`},
+		{"code", `{"text":` + jsonscan.Quote(code) + `,"mode":"code"}`},
 	} {
 		res, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(tt.args)})
 		if err != nil {

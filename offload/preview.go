@@ -2,7 +2,6 @@ package offload
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"sort"
@@ -165,7 +164,7 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	if stopAt < 0 {
 		stopAt = 0
 	}
-	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // ownEnd is where part i's own text ends: at the next heading, whatever
@@ -186,11 +185,6 @@ func (o Outline) largest() Part {
 		}
 	}
 	return best
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func outlinePreview(data []byte, o Outline, budget int) preview {
@@ -257,7 +251,7 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	for _, l := range lines[len(lines)-tail:] {
 		b.WriteString(l)
 	}
-	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // --- JSON ---
@@ -476,14 +470,14 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	if largest.e > largest.s {
 		target := largest
 		if d[target.s] == '{' && target.path != "$" {
-			specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(target.path))
+			specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(target.path))
 		}
 		if d[target.s] == '[' {
 			var fs, fe int
 			jsonscan.EachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
 			if fe > fs {
 				p := target.path + "[0]"
-				specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(p))
+				specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(p))
 				if d[fs] == '{' {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
 					jsonscan.EachMember(d, fs, func(k []byte, vs, ve int) bool {
@@ -567,7 +561,7 @@ func blocksPreviewOf(req ToolResultRequest, texts []int, budget int) preview {
 	})
 }
 
-// decodedHead is what writeJSONString then appendUnquoted make of text:
+// decodedHead is what jsonscan.WriteString then AppendUnquoted make of text:
 // the first up to n bytes, each invalid UTF-8 byte as U+FFFD, and the
 // length of the whole.
 func decodedHead(text []byte, n int) ([]byte, int64) {
