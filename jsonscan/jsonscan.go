@@ -304,10 +304,14 @@ func KeyEquals(raw []byte, name string) bool {
 	return ok && s == name
 }
 
-// Unquote decodes a JSON string literal.
-func Unquote(raw []byte) (string, bool) {
-	var b []byte
-	b, ok := AppendUnquoted(nil, raw, 0, -1)
+// Unquote decodes a JSON string literal (quotes included). ok is false
+// for a bad escape or a raw without its quotes; a lone surrogate becomes
+// U+FFFD, and invalid UTF-8 is kept as it is.
+func Unquote(raw []byte) (s string, ok bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	b, ok := AppendUnquoted(make([]byte, 0, max(len(raw)-2, 0)), raw, 0, -1)
 	return string(b), ok
 }
 

@@ -26,6 +26,11 @@ func TestUnquoteAndDecodedLen(t *testing.T) {
 	if got, _ := Unquote([]byte(`"\ud83d\ude00 \ud800"`)); got != "\U0001F600 \uFFFD" {
 		t.Errorf("surrogates: %q", got)
 	}
+	for _, bad := range []string{`"\x"`, `"\u12"`, `"\`, `"abc`, `abc"`, `"`, ``} {
+		if got, ok := Unquote([]byte(bad)); ok {
+			t.Errorf("Unquote(%s) = %q, ok; want not ok", bad, got)
+		}
+	}
 }
 
 // FuzzJSONScan checks the scanner against encoding/json: every document

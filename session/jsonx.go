@@ -46,7 +46,7 @@ func memberSpan(raw []byte, key string) span {
 		return s
 	}
 	_, _ = forEachMember(raw, i, func(k []byte, start int) (int, error) {
-		if keyIs(k, key) {
+		if jsonscan.KeyEquals(k, key) {
 			end, err := skipValue(raw, start)
 			if err != nil {
 				return end, err
@@ -66,7 +66,7 @@ func withMember(raw []byte, key string, value []byte) []byte {
 	var spans []span
 	i := skipSpace(raw, 0)
 	end, err := forEachMember(raw, i, func(k []byte, start int) (int, error) {
-		if keyIs(k, key) {
+		if jsonscan.KeyEquals(k, key) {
 			end, err := skipValue(raw, start)
 			if err != nil {
 				return end, err
@@ -110,7 +110,7 @@ func withoutMember(raw []byte, key string) []byte {
 		if err != nil {
 			return end, err
 		}
-		if !keyIs(k, key) {
+		if !jsonscan.KeyEquals(k, key) {
 			if !first {
 				out = append(out, ',')
 			}

@@ -521,7 +521,7 @@ func internType(b []byte) string {
 	case `"usage"`:
 		return "usage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }
 
@@ -542,6 +542,6 @@ func internRole(b []byte) string {
 	case `"hookMessage"`:
 		return "hookMessage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }
