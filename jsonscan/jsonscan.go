@@ -50,59 +50,12 @@ func SkipValue(d []byte, i int, depth int) (int, error) {
 		if depth >= maxDepth {
 			return i, &Error{i, "JSON nested too deeply"}
 		}
-		i = SkipSpace(d, i+1)
-		if i < len(d) && d[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			i = SkipSpace(d, i)
-			if i >= len(d) || d[i] != '"' {
-				return i, &Error{i, "expected a member name"}
-			}
-			var err error
-			if i, err = SkipString(d, i); err != nil {
-				return i, err
-			}
-			i = SkipSpace(d, i)
-			if i >= len(d) || d[i] != ':' {
-				return i, &Error{i, "expected ':'"}
-			}
-			if i, err = SkipValue(d, i+1, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipSpace(d, i)
-			if i < len(d) && d[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(d) && d[i] == '}' {
-				return i + 1, nil
-			}
-			return i, &Error{i, "expected ',' or '}'"}
-		}
+		return objectBody(d, i+1, depth, nil)
 	case c == '[':
 		if depth >= maxDepth {
 			return i, &Error{i, "JSON nested too deeply"}
 		}
-		i = SkipSpace(d, i+1)
-		if i < len(d) && d[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if i, err = SkipValue(d, i, depth+1); err != nil {
-				return i, err
-			}
-			i = SkipSpace(d, i)
-			if i < len(d) && d[i] == ',' {
-				i++
-				continue
-			}
-			if i < len(d) && d[i] == ']' {
-				return i + 1, nil
-			}
-			return i, &Error{i, "expected ',' or ']'"}
-		}
+		return arrayBody(d, i+1, depth, nil)
 	case c == 't':
 		return skipLit(d, i, "true")
 	case c == 'f':
@@ -214,11 +167,36 @@ func EachMember(d []byte, i int, f func(key []byte, vs, ve int) bool) error {
 // WalkObject is EachMember returning the end of the object (-1 when f
 // stopped early).
 func WalkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, error) {
+	return ScanObject(d, i, 0, func(key []byte, vs int) (int, error) {
+		ve, err := SkipValue(d, vs, 1)
+		if err != nil || f(key, vs, ve) {
+			return ve, err
+		}
+		return -1, nil
+	})
+}
+
+// ScanObject steps over the object at d[i] (after white space), checking
+// its syntax, member by member. depth is how deep the object nests already
+// (see SkipValue). value gets the raw key (with quotes) and the start of
+// the value, and returns the value's end: from SkipValue(d, vs, depth+1),
+// or from reading the value itself; a negative end stops the walk. It
+// returns the end of the object, or -1 when value stopped it.
+func ScanObject(d []byte, i, depth int, value func(key []byte, vs int) (ve int, err error)) (int, error) {
 	i = SkipSpace(d, i)
 	if i >= len(d) || d[i] != '{' {
 		return i, &Error{i, "not an object"}
 	}
-	i = SkipSpace(d, i+1)
+	if depth >= maxDepth {
+		return i, &Error{i, "JSON nested too deeply"}
+	}
+	return objectBody(d, i+1, depth, value)
+}
+
+// objectBody is ScanObject after the '{' at d[i-1]; a nil value steps
+// over every value.
+func objectBody(d []byte, i, depth int, value func(key []byte, vs int) (int, error)) (int, error) {
+	i = SkipSpace(d, i)
 	if i < len(d) && d[i] == '}' {
 		return i + 1, nil
 	}
@@ -236,12 +214,16 @@ func WalkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, erro
 		if i >= len(d) || d[i] != ':' {
 			return i, &Error{i, "expected ':'"}
 		}
-		vs := SkipSpace(d, i+1)
-		ve, err := SkipValue(d, vs, 1)
+		var ve int
+		if value == nil {
+			ve, err = SkipValue(d, i+1, depth+1)
+		} else {
+			ve, err = value(d[ks:ke], SkipSpace(d, i+1))
+		}
 		if err != nil {
 			return ve, err
 		}
-		if !f(d[ks:ke], vs, ve) {
+		if ve < 0 {
 			return -1, nil
 		}
 		i = SkipSpace(d, ve)
@@ -265,21 +247,47 @@ func EachElement(d []byte, i int, f func(idx, vs, ve int) bool) error {
 // WalkArray is EachElement returning the end of the array (-1 when f
 // stopped early).
 func WalkArray(d []byte, i int, f func(idx, vs, ve int) bool) (int, error) {
+	return scanArray(d, i, 0, func(n, vs int) (int, error) {
+		ve, err := SkipValue(d, vs, 1)
+		if err != nil || f(n, vs, ve) {
+			return ve, err
+		}
+		return -1, nil
+	})
+}
+
+// scanArray is ScanObject for the array at d[i]: value gets each
+// element's index and start.
+func scanArray(d []byte, i, depth int, value func(idx, vs int) (int, error)) (int, error) {
 	i = SkipSpace(d, i)
 	if i >= len(d) || d[i] != '[' {
 		return i, &Error{i, "not an array"}
 	}
-	i = SkipSpace(d, i+1)
+	if depth >= maxDepth {
+		return i, &Error{i, "JSON nested too deeply"}
+	}
+	return arrayBody(d, i+1, depth, value)
+}
+
+// arrayBody is scanArray after the '[' at d[i-1]; a nil value steps over
+// every element.
+func arrayBody(d []byte, i, depth int, value func(idx, vs int) (int, error)) (int, error) {
+	i = SkipSpace(d, i)
 	if i < len(d) && d[i] == ']' {
 		return i + 1, nil
 	}
 	for n := 0; ; n++ {
-		vs := SkipSpace(d, i)
-		ve, err := SkipValue(d, vs, 1)
+		var ve int
+		var err error
+		if value == nil {
+			ve, err = SkipValue(d, i, depth+1)
+		} else {
+			ve, err = value(n, SkipSpace(d, i))
+		}
 		if err != nil {
 			return ve, err
 		}
-		if !f(n, vs, ve) {
+		if ve < 0 {
 			return -1, nil
 		}
 		i = SkipSpace(d, ve)

@@ -373,51 +373,23 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	var err error
 	var rootArr arrayInfo
 	if d[rs] == '{' {
-		// Walk the members by hand so that an array is validated and
-		// counted in the same pass.
-		i := jsonscan.SkipSpace(d, rs+1)
-		if i < len(d) && d[i] == '}' {
-			re = i + 1
-		}
-		for re == 0 && err == nil {
-			i = jsonscan.SkipSpace(d, i)
-			if i >= len(d) || d[i] != '"' {
-				err = &jsonscan.Error{Off: i, Msg: "expected a member name"}
-				break
-			}
-			ks := i
-			var ke int
-			if ke, err = jsonscan.SkipString(d, i); err != nil {
-				break
-			}
-			i = jsonscan.SkipSpace(d, ke)
-			if i >= len(d) || d[i] != ':' {
-				err = &jsonscan.Error{Off: i, Msg: "expected ':'"}
-				break
-			}
-			vs := jsonscan.SkipSpace(d, i+1)
+		// Read the values as the object is scanned, so that an array is
+		// validated and counted in the same pass.
+		re, err = jsonscan.ScanObject(d, rs, 0, func(key []byte, vs int) (int, error) {
 			m := member{vs: vs}
-			m.key, _ = jsonscan.Unquote(d[ks:ke])
+			m.key, _ = jsonscan.Unquote(key)
+			var err error
 			if vs < len(d) && d[vs] == '[' {
 				a, end, e := scanArray(d, vs)
 				m.arr, m.ve, err = &a, end, e
 			} else {
 				m.ve, err = jsonscan.SkipValue(d, vs, 1)
 			}
-			if err != nil {
-				break
+			if err == nil {
+				members = append(members, m)
 			}
-			members = append(members, m)
-			i = jsonscan.SkipSpace(d, m.ve)
-			switch {
-			case i < len(d) && d[i] == ',':
-				i++
-			case i < len(d) && d[i] == '}':
-				re = i + 1
-			default:
-				err = &jsonscan.Error{Off: i, Msg: "expected ',' or '}'"}
-			}
-		}
+			return m.ve, err
+		})
 	} else {
 		rootArr, re, err = scanArray(d, rs)
 	}
