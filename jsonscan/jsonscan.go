@@ -180,8 +180,9 @@ func WalkObject(d []byte, i int, f func(key []byte, vs, ve int) bool) (int, erro
 // its syntax, member by member. depth is how deep the object nests already
 // (see SkipValue). value gets the raw key (with quotes) and the start of
 // the value, and returns the value's end: from SkipValue(d, vs, depth+1),
-// or from reading the value itself; a negative end stops the walk. It
-// returns the end of the object, or -1 when value stopped it.
+// or from reading the value itself; a negative end stops the walk. A nil
+// value steps over every value. It returns the end of the object, or -1
+// when value stopped it.
 func ScanObject(d []byte, i, depth int, value func(key []byte, vs int) (ve int, err error)) (int, error) {
 	i = SkipSpace(d, i)
 	if i >= len(d) || d[i] != '{' {
@@ -193,8 +194,7 @@ func ScanObject(d []byte, i, depth int, value func(key []byte, vs int) (ve int, 
 	return objectBody(d, i+1, depth, value)
 }
 
-// objectBody is ScanObject after the '{' at d[i-1]; a nil value steps
-// over every value.
+// objectBody is ScanObject after the '{' at d[i-1].
 func objectBody(d []byte, i, depth int, value func(key []byte, vs int) (int, error)) (int, error) {
 	i = SkipSpace(d, i)
 	if i < len(d) && d[i] == '}' {

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -64,4 +65,39 @@ func FuzzJSONScan(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestScanObject(t *testing.T) {
+	d := []byte(` {"a": [1, 2], "b" : "x", "c": {}} `)
+	var keys []string
+	end, err := ScanObject(d, 0, 0, func(key []byte, vs int) (int, error) {
+		k, _ := Unquote(key)
+		keys = append(keys, k+"="+string(d[vs]))
+		return SkipValue(d, vs, 1)
+	})
+	if err != nil || end != len(d)-1 || strings.Join(keys, " ") != `a=[ b=" c={` {
+		t.Errorf("ScanObject = %d, %v, %q", end, err, keys)
+	}
+	end, err = ScanObject(d, 0, 0, func(key []byte, vs int) (int, error) { return -1, nil })
+	if end != -1 || err != nil {
+		t.Errorf("ScanObject stopped = %d, %v, want -1, nil", end, err)
+	}
+	for _, tt := range []struct {
+		doc, want string
+	}{
+		{`[]`, "not an object at byte 0"},
+		{`{"a" 1}`, "expected ':' at byte 5"},
+		{`{"a":1 "b":2}`, "expected ',' or '}' at byte 7"},
+		{`{"a":}`, "invalid character '}' at byte 5"},
+		{`{1:2}`, "expected a member name at byte 1"},
+		{`{"a":1`, "expected ',' or '}' at byte 6"},
+	} {
+		_, err := ScanObject([]byte(tt.doc), 0, 0, func(key []byte, vs int) (int, error) { return SkipValue([]byte(tt.doc), vs, 1) })
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ScanObject(%s) = %v, want %q", tt.doc, err, tt.want)
+		}
+	}
+	if _, err := ScanObject([]byte(`{}`), 0, maxDepth, nil); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
+		t.Errorf("ScanObject at the depth limit = %v", err)
+	}
 }
