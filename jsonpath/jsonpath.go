@@ -321,15 +321,7 @@ const maxSafeInt = 1<<53 - 1
 
 func (p *jpParser) integer() (int64, error) {
 	start := p.pos
-	if p.peek() == '-' {
-		p.pos++
-	}
-	ds := p.pos
-	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-		p.pos++
-	}
-	digits := p.src[ds:p.pos]
-	if digits == "" || len(digits) > 1 && digits[0] == '0' || p.src[start:p.pos] == "-0" {
+	if !p.intPart() || p.src[start:p.pos] == "-0" {
 		p.pos = start
 		return 0, p.errf("invalid integer")
 	}
@@ -339,6 +331,25 @@ func (p *jpParser) integer() (int64, error) {
 		return 0, p.errf("integer out of range (at most 2^53-1)")
 	}
 	return n, nil
+}
+
+// intPart steps over an optional '-' and digits, and reports whether the
+// digits are there without a leading zero.
+func (p *jpParser) intPart() bool {
+	if p.peek() == '-' {
+		p.pos++
+	}
+	d := p.digits()
+	return d != "" && (len(d) == 1 || d[0] != '0')
+}
+
+// digits steps over decimal digits and returns them.
+func (p *jpParser) digits() string {
+	start := p.pos
+	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.src[start:p.pos]
 }
 
 func (p *jpParser) stringLit() (string, error) {
@@ -611,25 +622,13 @@ func (p *jpParser) nameCharAt(i int) bool {
 
 func (p *jpParser) number() (float64, error) {
 	start := p.pos
-	if p.peek() == '-' {
-		p.pos++
-	}
-	ds := p.pos
-	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-		p.pos++
-	}
-	digits := p.src[ds:p.pos]
-	if digits == "" || len(digits) > 1 && digits[0] == '0' {
+	if !p.intPart() {
 		p.pos = start
 		return 0, p.errf("invalid number")
 	}
 	if p.peek() == '.' {
 		p.pos++
-		fs := p.pos
-		for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == fs {
+		if p.digits() == "" {
 			return 0, p.errf("invalid number")
 		}
 	}
@@ -638,11 +637,7 @@ func (p *jpParser) number() (float64, error) {
 		if c := p.peek(); c == '+' || c == '-' {
 			p.pos++
 		}
-		es := p.pos
-		for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == es {
+		if p.digits() == "" {
 			return 0, p.errf("invalid number")
 		}
 	}

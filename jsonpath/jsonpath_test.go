@@ -158,6 +158,10 @@ func TestJSONPathSyntaxErrors(t *testing.T) {
 		{`$.a b`, "unexpected"},
 		{`$[?1]`, "a literal alone is not a test"},
 		{`$[?match(@.a, "(")]`, "invalid pattern"},
+		{`$[?@.a == 1.]`, "invalid number at character 13"},
+		{`$[?@.a == 01]`, "invalid number at character 11"},
+		{`$[?@.a == 1e+]`, "invalid number at character 14"},
+		{`$[?@.a == 1e999]`, "number out of range"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.path)
