@@ -416,6 +416,20 @@ func appendLine(out []byte, data []byte, start, end int, n int64, mark byte, max
 	return append(out, '\n')
 }
 
+// appendPart appends line n of a page: the number, sep, and the line's
+// text data[from:e] up to room bytes, cut at a character boundary, with a
+// newline. to is where the text stops (e when the rest fits).
+func appendPart(out, data []byte, n int64, sep byte, from, e, room int) (_ []byte, to int) {
+	to = min(e, from+room)
+	if to < e {
+		to = runeCut(data, to, from)
+	}
+	out = strconv.AppendInt(out, n, 10)
+	out = append(out, sep)
+	out = append(out, data[from:to]...)
+	return append(out, '\n'), to
+}
+
 // page fills one page of a query from cur.
 func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur queryCursor) pageOut {
 	var p pageOut
@@ -430,16 +444,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 	// A long matching line cut by the previous page goes on first.
 	if cur.Cont > 0 {
 		e := lineEnd(data, scan)
-		from := int(cur.Cont)
-		room := budget - 24
-		to := min(e, from+room)
-		if to < e {
-			to = runeCut(data, to, from)
-		}
-		p.text = strconv.AppendInt(p.text, line, 10)
-		p.text = append(p.text, '+')
-		p.text = append(p.text, data[from:to]...)
-		p.text = append(p.text, '\n')
+		var to int
+		p.text, to = appendPart(p.text, data, line, '+', int(cur.Cont), e, budget-24)
 		p.partial = true
 		note(line)
 		p.countFrom = min(e+1, len(data))
@@ -527,15 +533,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 				win = win[i+1:] // the farthest context line goes first
 			}
 			p.text = append(p.text, win...)
-			room := max(budget-len(p.text)-24, 64)
-			to := min(e, s+room)
-			if to < e {
-				to = runeCut(data, to, s)
-			}
-			p.text = strconv.AppendInt(p.text, ln, 10)
-			p.text = append(p.text, ':')
-			p.text = append(p.text, data[s:to]...)
-			p.text = append(p.text, '\n')
+			var to int
+			p.text, to = appendPart(p.text, data, ln, ':', s, e, max(budget-len(p.text)-24, 64))
 			note(firstOfWin)
 			note(ln)
 			p.seen++
