@@ -19,6 +19,7 @@ type engineCommand struct {
 // engineCommands are the words after `pi-session engine`. Each engine's
 // adapter file defines its run function; this table lists them.
 var engineCommands = map[string]engineCommand{
+	"recap":   {usage: "recap [--after ID] SESSION_FILE", about: "the exact request the recap model would receive", run: cmdEngineRecap},
 	"session": {usage: "session [--leaf ID] [--json] SESSION_FILE", about: "a session file as the engines read it, and every problem in it", run: cmdEngineSession},
 }
 

@@ -27,6 +27,7 @@ func (s *engineSet) list() []hooks.Engine {
 	if s.relauncher != nil {
 		es = append(es, s.relauncher.Engine())
 	}
+	es = append(es, recapEngine())
 	return append(es, s.offload.engine(), s.budget.engine())
 }
 

@@ -12,6 +12,7 @@ import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
 import { registerBudget } from "./budget.ts";
+import { registerRecap } from "./recap.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -195,6 +196,7 @@ export default function (pi: ExtensionAPI) {
 
 	registerOffload(pi, kit);
 	registerBudget(pi, kit);
+	registerRecap(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;

@@ -26,6 +26,23 @@
 //                  {"n", "pid", "messages", "tools"}
 //   FAUX_PROVIDER, FAUX_MODEL, FAUX_MODEL_NAME, FAUX_CONTEXT_WINDOW
 //                  the provider/model names (default faux/faux-1)
+//   FAUX_RECAP     answers of a second, cheap model for recaps, registered
+//                  only when this is set: a comma-separated list used in
+//                  order, the last repeated (counted through
+//                  FAUX_RECAP_LOG across processes):
+//                    good     {"recap","next"} about the transcript it got
+//                    hostile  the same in a fence, with chatter, terminal
+//                             escapes and a "Next:" prefix
+//                    fail     a provider error (503)
+//                    garbage  text without JSON
+//                    length   JSON cut by the token limit
+//                    slow     waits until the request is aborted (or 60 s),
+//                             then answers good
+//   FAUX_RECAP_PROVIDER, FAUX_RECAP_MODEL
+//                  its names (default faux-recap/recap-1; reasoning, and an
+//                  output cost of $0.10 per million tokens)
+//   FAUX_RECAP_LOG JSONL file; one line per request the recap model got:
+//                  {"n", "pid", "model", "systemPrompt", "messages", "reasoning", "maxTokens"}
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as fs from "node:fs";
@@ -211,4 +228,72 @@ export default function (pi: ExtensionAPI) {
 	};
 	faux.setResponses([respond]);
 	pi.registerProvider(faux.provider);
+	if (process.env.FAUX_RECAP) registerRecapModel(pi);
+}
+
+// registerRecapModel registers the scripted recap model (FAUX_RECAP).
+function registerRecapModel(pi: ExtensionAPI) {
+	const answers = (process.env.FAUX_RECAP ?? "good").split(",").map((a) => a.trim()).filter(Boolean);
+	const provider = process.env.FAUX_RECAP_PROVIDER ?? "faux-recap";
+	const modelId = process.env.FAUX_RECAP_MODEL ?? "recap-1";
+	const faux = fauxProvider({
+		provider,
+		api: provider,
+		models: [{ id: modelId, name: "Scripted recap model", reasoning: true, cost: { input: 0.05, output: 0.1, cacheRead: 0, cacheWrite: 0 } }],
+	});
+	let local = 0;
+	const respond = async (context: any, options: any) => {
+		faux.appendResponses([respond]);
+		const log = process.env.FAUX_RECAP_LOG;
+		let n = local++;
+		if (log) {
+			try {
+				n = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.length > 0).length;
+			} catch {
+				n = 0;
+			}
+			const line = { n, pid: process.pid, model: `${provider}/${modelId}`, systemPrompt: context.systemPrompt, messages: context.messages, reasoning: options?.reasoning ?? null, maxTokens: options?.maxTokens ?? null };
+			fs.appendFileSync(log, JSON.stringify(line) + "\n", { mode: 0o600 });
+		}
+		const kind = answers[Math.min(n, answers.length - 1)];
+		const transcript = last(context.messages ?? [], "user");
+		switch (kind) {
+			case "fail":
+				return fauxAssistantMessage("", { stopReason: "error", errorMessage: "scripted recap failure: 503 Service Unavailable" });
+			case "garbage":
+				return fauxAssistantMessage("I would rather not write JSON today.");
+			case "length":
+				return fauxAssistantMessage('{"recap": "Ran the', { stopReason: "length" });
+			case "hostile":
+				return fauxAssistantMessage(
+					"Sure! Here is the recap you asked for:\n```json\n" +
+						JSON.stringify({ recap: "\u001b[31mRan the scripted tools\u001b[0m and \u001b]8;;https://example.com\u0007checked\u001b]8;;\u0007 the output.", next: "Next: run make test" }) +
+						"\n```\nHope this helps!",
+				);
+			case "slow":
+				await new Promise<void>((resolve) => {
+					const t = setTimeout(resolve, 60_000);
+					options?.signal?.addEventListener("abort", () => {
+						clearTimeout(t);
+						resolve();
+					});
+				});
+				return fauxAssistantMessage(JSON.stringify(goodRecap(transcript)));
+			default:
+				return fauxAssistantMessage(JSON.stringify(goodRecap(transcript)));
+		}
+	};
+	faux.setResponses([respond]);
+	pi.registerProvider(faux.provider);
+}
+
+// goodRecap is the scripted recap of a transcript: the first request and
+// the tools the run called.
+function goodRecap(transcript: string): { recap: string; next: string } {
+	const ask = /^USER: (.*)$/m.exec(transcript)?.[1]?.trim() ?? "the request";
+	const tools = [...transcript.matchAll(/^TOOL CALL ([^:]+):/gm)].map((m) => m[1]);
+	const unique = [...new Set(tools)];
+	const quoted = ask.length > 60 ? ask.slice(0, 57) + "..." : ask;
+	const did = tools.length > 0 ? `Ran ${tools.length} tool call${tools.length === 1 ? "" : "s"} (${unique.join(", ")}) for "${quoted}"` : `Answered "${quoted}"`;
+	return { recap: `${did}; the run finished without errors.`, next: "Review the answer and continue with the next task." };
 }
