@@ -272,12 +272,9 @@ func (p *jpParser) selector() (jpSelector, error) {
 		return jpSelector{kind: selFilter, filter: e}, err
 	case c == ':' || c == '-' || '0' <= c && c <= '9':
 		var sel jpSelector
-		if c != ':' {
-			n, err := p.integer()
-			if err != nil {
-				return sel, err
-			}
-			sel.start, sel.hasStart = n, true
+		var err error
+		if sel.start, sel.hasStart, err = p.optInteger(); err != nil {
+			return sel, err
 		}
 		p.ws()
 		if p.peek() != ':' {
@@ -289,24 +286,20 @@ func (p *jpParser) selector() (jpSelector, error) {
 		sel.kind = selSlice
 		p.pos++
 		p.ws()
-		if c := p.peek(); c == '-' || '0' <= c && c <= '9' {
-			n, err := p.integer()
-			if err != nil {
-				return sel, err
-			}
-			sel.end, sel.hasEnd = n, true
-			p.ws()
+		if sel.end, sel.hasEnd, err = p.optInteger(); err != nil {
+			return sel, err
 		}
+		p.ws()
 		sel.step = 1
 		if p.peek() == ':' {
 			p.pos++
 			p.ws()
-			if c := p.peek(); c == '-' || '0' <= c && c <= '9' {
-				n, err := p.integer()
-				if err != nil {
-					return sel, err
-				}
-				sel.step = n
+			step, ok, err := p.optInteger()
+			if err != nil {
+				return sel, err
+			}
+			if ok {
+				sel.step = step
 			}
 		}
 		return sel, nil
@@ -331,6 +324,15 @@ func (p *jpParser) integer() (int64, error) {
 		return 0, p.errf("integer out of range (at most 2^53-1)")
 	}
 	return n, nil
+}
+
+// optInteger reads an integer if one starts here; ok says whether one did.
+func (p *jpParser) optInteger() (n int64, ok bool, err error) {
+	if c := p.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, false, nil
+	}
+	n, err = p.integer()
+	return n, err == nil, err
 }
 
 // intPart steps over an optional '-' and digits, and reports whether the
