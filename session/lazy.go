@@ -160,22 +160,11 @@ func skipFast(b []byte, i int) int {
 // skipStringFast returns the index after the string that starts at
 // b[i] == '"', or -1 if it is not closed.
 func skipStringFast(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := j + k
-		n := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
+	end, err := jsonscan.SkipString(b, i)
+	if err != nil {
+		return -1
 	}
+	return end
 }
 
 // StringPrefix decodes the JSON string raw (with its quotes) as far as its
