@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // ErrBadArgument is wrapped by every *ArgError.
@@ -169,24 +170,13 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 	return int64(f), true, nil
 }
 
+// kindOf names what a mistyped argument holds: its JSON kind, or a number
+// as written.
 func kindOf(v json.RawMessage) string {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return "nothing"
+	if k := jsonpos.Kind(v); k != "a number" {
+		return k
 	}
-	switch v[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "the number " + clip.Echo(string(v))
+	return "the number " + clip.Echo(string(bytes.TrimSpace(v)))
 }
 
 // ParseReadArgs validates the arguments of ctx_read.

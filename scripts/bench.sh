@@ -19,6 +19,7 @@ run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo"
 run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
 run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
+run "jsonpath: queries over a 16 MB document in place vs decoding it with encoding/json" ./jsonpath 'Select' 5x
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "hooks+offload: engine host peak RSS for a 1/16/100 MB tool result over its socket vs in process (HOST_MEMORY_SIZES limits sizes)" ./e2e 'HostMemory' 3x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
