@@ -80,6 +80,26 @@ func (e *testEnv) events() []map[string]any {
 	return out
 }
 
+// named is the events.jsonl lines of one event, in order.
+func (e *testEnv) named(name string) []map[string]any {
+	var out []map[string]any
+	for _, ev := range e.events() {
+		if ev["event"] == name {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// field is one field of each line of one event.
+func (e *testEnv) field(name, key string) []any {
+	var out []any
+	for _, ev := range e.named(name) {
+		out = append(out, ev[key])
+	}
+	return out
+}
+
 func eventNames(evs []map[string]any) string {
 	var names []string
 	for _, e := range evs {
@@ -419,14 +439,8 @@ func TestGuardOff(t *testing.T) {
 		t.Errorf("guard back on: %+v", a.View)
 	}
 	eng.Close()
-	var thresholds []string
 	names := eventNames(e.events())
-	for _, ev := range e.events() {
-		if ev["event"] == "guard_off_threshold" {
-			thresholds = append(thresholds, ev["threshold"].(string))
-		}
-	}
-	if d := cmp.Diff([]string{"handoff", "handoff", "hard"}, thresholds); d != "" {
+	if d := cmp.Diff([]any{"handoff", "handoff", "hard"}, e.field("guard_off_threshold", "threshold")); d != "" {
 		t.Errorf("guard_off_threshold events (-want +got):\n%s\n%s", d, names)
 	}
 	for _, want := range []string{"mode_mismatch", "mode_changed"} {
@@ -542,8 +556,8 @@ func TestCompactionFailures(t *testing.T) {
 		}
 		eng.Close()
 		n := 0
-		for _, ev := range e.events() {
-			if ev["event"] == "compaction_failed" && ev["class"] != "benign" {
+		for _, class := range e.field("compaction_failed", "class") {
+			if class != "benign" {
 				n++
 			}
 		}
@@ -620,14 +634,8 @@ func TestIdleInput(t *testing.T) {
 		t.Error("observe mode compacted")
 	}
 	eng.Close()
-	var preview map[string]any
-	for _, ev := range o.events() {
-		if ev["event"] == "would_idle_input_compaction" {
-			preview = ev
-		}
-	}
-	if preview == nil || preview["requiresHandoff"] != true {
-		t.Errorf("observe preview = %v, want requiresHandoff", preview)
+	if preview := o.field("would_idle_input_compaction", "requiresHandoff"); len(preview) != 1 || preview[0] != true {
+		t.Errorf("observe preview's requiresHandoff = %v, want [true]", preview)
 	}
 }
 
@@ -644,13 +652,7 @@ func TestEndDiscardsPending(t *testing.T) {
 	eng.End("e1")
 	eng.End("e1")
 	eng.Close()
-	var got []string
-	for _, ev := range e.events() {
-		if ev["event"] == "handoff_discarded" {
-			got = append(got, ev["reason"].(string))
-		}
-	}
-	if d := cmp.Diff([]string{"shutdown"}, got); d != "" {
+	if d := cmp.Diff([]any{"shutdown"}, e.field("handoff_discarded", "reason")); d != "" {
 		t.Errorf("discards (-want +got):\n%s", d)
 	}
 }

@@ -224,50 +224,64 @@ func TestBudgetCapRelaunch(t *testing.T) {
 
 // TestBudgetOverflowRecovery: a provider context overflow that pi does not
 // recover itself (its compaction is off) is recovered by one
-// compact-and-retry; in enforce mode the summary is the budget's
+// compact-and-retry. In enforce mode the summary is the budget's
 // mechanical one, never pi's default summarizer (which would be a model
-// request).
+// request); in observe mode (the default) it is pi's own summarizer, and
+// when that fails, the bounded mechanical one.
 func TestBudgetOverflowRecovery(t *testing.T) {
-	e := pitest.NewEnv(t)
-	budgetConfig(t, e, "enforce", "")
-	if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.Scenario(map[string]any{"steps": []map[string]any{
-		{"text": "first answer"},
-		{"error": "prompt is too long: 250000 tokens > 200000 maximum"},
-		{"text": "recovered"},
-	}})
-	rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
-	rpc.Prompt("remember the numbers 4 and 2")
-	from := rpc.Prompt("now add them")
-	rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
-		return r.Str("type") == "agent_settled" && len(e.Requests()) >= 3
-	})
-	reqs := e.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("model requests = %d, want 3 (no summarizer call)", len(reqs))
-	}
-	var texts []string
-	for _, m := range reqs[2].Decoded() {
-		if m.Role != "system" {
-			texts = append(texts, m.Text())
-		}
-	}
-	all := strings.Join(texts, "\n---\n")
-	for _, want := range []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2", "now add them", "exceeded the model's context window"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("the retried request lacks %q:\n%s", want, all)
-		}
-	}
-	if strings.Contains(all, "first answer") {
-		t.Errorf("the retried request still holds the old history:\n%s", all)
-	}
-	if code := rpc.Close(); code != 0 {
-		t.Errorf("exit status %d", code)
-	}
-	if evs := budgetEvents(t, e); !hasEvent(evs, "overflow_recovery") || !hasEvent(evs, "backstop") {
-		t.Errorf("events lack overflow_recovery or backstop")
+	for _, c := range []struct {
+		name       string
+		mode       string
+		summarizer []map[string]any // the summarizer's request, if pi makes one
+		want       []string
+	}{
+		{"enforce", "enforce", nil, []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2", "now add them"}},
+		{"observe, native summarizer", "observe", []map[string]any{{"text": "SUMMARY: the user gave the numbers 4 and 2"}}, []string{"SUMMARY: the user gave the numbers 4 and 2"}},
+		{"observe, summarizer fails", "observe", []map[string]any{{"error": "summarizer unavailable"}}, []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := pitest.NewEnv(t)
+			budgetConfig(t, e, c.mode, "")
+			if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			steps := []map[string]any{{"text": "first answer"}, {"error": "prompt is too long: 250000 tokens > 200000 maximum"}}
+			steps = append(append(steps, c.summarizer...), map[string]any{"text": "recovered"})
+			e.Scenario(map[string]any{"steps": steps})
+			rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+			rpc.Prompt("remember the numbers 4 and 2")
+			from := rpc.Prompt("now add them")
+			rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
+				return r.Str("type") == "agent_settled" && len(e.Requests()) >= len(steps)
+			})
+			reqs := e.Requests()
+			if len(reqs) != len(steps) {
+				t.Fatalf("model requests = %d, want %d (prompt, overflow, %d summarizer calls, retry)", len(reqs), len(steps), len(c.summarizer))
+			}
+			var texts []string
+			for _, m := range nonSystem(reqs[len(reqs)-1]) {
+				texts = append(texts, m.Text())
+			}
+			all := strings.Join(texts, "\n---\n")
+			for _, want := range append(c.want, "exceeded the model's context window") {
+				if !strings.Contains(all, want) {
+					t.Errorf("the retried request lacks %q:\n%s", want, all)
+				}
+			}
+			if strings.Contains(all, "first answer") {
+				t.Errorf("the retried request still holds the old history:\n%s", all)
+			}
+			if code := rpc.Close(); code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+			evs := budgetEvents(t, e)
+			if !hasEvent(evs, "overflow_recovery") {
+				t.Error("events lack overflow_recovery")
+			}
+			if mech := hasEvent(evs, "backstop"); mech != strings.Contains(c.want[0], "mechanical") {
+				t.Errorf("mechanical backstop used: %v", mech)
+			}
+		})
 	}
 }
 
@@ -364,64 +378,6 @@ func TestBudgetHandoffPastThreshold(t *testing.T) {
 	}
 	if hasEvent(evs, "handoff_committed") {
 		t.Error("the /handoff committed in place under pi-session")
-	}
-}
-
-// TestBudgetOverflowRecoveryObserve: in observe mode (the default) a
-// provider overflow pi does not recover itself is recovered by one
-// compact-and-retry with pi's own summarizer; when that summarizer fails,
-// by one bounded mechanical compaction.
-func TestBudgetOverflowRecoveryObserve(t *testing.T) {
-	for _, c := range []struct {
-		name       string
-		summarizer map[string]any
-		want       string
-	}{
-		{"native summarizer", map[string]any{"text": "SUMMARY: the user gave the numbers 4 and 2"}, "SUMMARY: the user gave the numbers 4 and 2"},
-		{"summarizer fails", map[string]any{"error": "summarizer unavailable"}, "Emergency handoff (mechanical)"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			e := pitest.NewEnv(t)
-			if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1},"retry":{"enabled":false}}`), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			e.Scenario(map[string]any{"steps": []map[string]any{
-				{"text": "first answer"},
-				{"error": "prompt is too long: 250000 tokens > 200000 maximum"},
-				c.summarizer,
-				{"text": "recovered"},
-			}})
-			rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
-			rpc.Prompt("remember the numbers 4 and 2")
-			from := rpc.Prompt("now add them")
-			rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
-				return r.Str("type") == "agent_settled" && len(e.Requests()) >= 4
-			})
-			reqs := e.Requests()
-			if len(reqs) != 4 {
-				t.Fatalf("model requests = %d, want 4 (prompt, overflow, summary, retry)", len(reqs))
-			}
-			var texts []string
-			for _, m := range nonSystem(reqs[3]) {
-				texts = append(texts, m.Text())
-			}
-			all := strings.Join(texts, "\n---\n")
-			for _, want := range []string{c.want, "exceeded the model's context window"} {
-				if !strings.Contains(all, want) {
-					t.Errorf("the retried request lacks %q:\n%s", want, all)
-				}
-			}
-			if code := rpc.Close(); code != 0 {
-				t.Errorf("exit status %d", code)
-			}
-			evs := budgetEvents(t, e)
-			if !hasEvent(evs, "overflow_recovery") {
-				t.Error("events lack overflow_recovery")
-			}
-			if mech := hasEvent(evs, "backstop"); mech != (c.summarizer["error"] != nil) {
-				t.Errorf("mechanical backstop used: %v", mech)
-			}
-		})
 	}
 }
 
