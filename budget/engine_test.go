@@ -55,6 +55,15 @@ func runGit(t testing.TB, dir string, args ...string) {
 	}
 }
 
+// start opens an engine and starts session id in e's repository with the
+// scripted model.
+func (e *testEnv) start(id string) (*Engine, Peer) {
+	eng := e.engine()
+	p := Peer{SessionID: id, Cwd: e.cwd}
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	return eng, p
+}
+
 func (e *testEnv) engine() *Engine {
 	eng, err := New(Options{Getenv: func(k string) string { return e.vars[k] }, Now: func() time.Time { return e.now }, Git: true})
 	if err != nil {
@@ -181,9 +190,7 @@ func TestEngineEnforceCycle(t *testing.T) {
 
 func TestEngineObserveBlocksNothing(t *testing.T) {
 	e := newTestEnv(t, strings.Replace(enforceConfig, "enforce", "observe", 1))
-	eng := e.engine()
-	p := Peer{SessionID: "s2", Cwd: e.cwd}
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	eng, p := e.start("s2")
 	ctx := context.Background()
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4100), Usage: i64(4000), Continues: true})
@@ -243,9 +250,7 @@ func TestEngineManualWithWrapperArmsRelaunch(t *testing.T) {
 
 func TestEngineBackoffAndRejections(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
-	eng := e.engine()
-	p := Peer{SessionID: "s4", Cwd: e.cwd}
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	eng, p := e.start("s4")
 	ctx := context.Background()
 	args := `{"goal":"the same goal","next_step":"the same step","facts":"the same facts","files_to_read":["missing.md"]}`
 	for i := 0; i < 2; i++ {
@@ -375,10 +380,8 @@ func TestObserveParity(t *testing.T) {
 // observe mode counts.
 func TestObserveCountsAreReal(t *testing.T) {
 	e := newTestEnv(t, strings.Replace(enforceConfig, "enforce", "observe", 1))
-	eng := e.engine()
-	p := Peer{SessionID: "0198a2b4-5f2d-74b1-9cd8-17718871d601", Cwd: e.cwd}
+	eng, p := e.start("0198a2b4-5f2d-74b1-9cd8-17718871d601")
 	ctx := context.Background()
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4200), Usage: i64(4100), Continues: true})
 	eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f"}`)})
@@ -575,10 +578,8 @@ func TestTelemetryFailureNeverStopsACommit(t *testing.T) {
 	blocker := filepath.Join(e.dir, "not-a-dir")
 	os.WriteFile(blocker, nil, 0o600)
 	e.vars["PI_CONTEXT_BUDGET_STATE_DIR"] = filepath.Join(blocker, "state")
-	eng := e.engine()
-	p := Peer{SessionID: "0198a2b4-5f2d-74b1-9cd8-17718871d602", Cwd: e.cwd}
+	eng, p := e.start("0198a2b4-5f2d-74b1-9cd8-17718871d602")
 	ctx := context.Background()
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4200), Usage: i64(4100), Continues: true})
 	h := eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f"}`)})
@@ -597,10 +598,8 @@ func TestTelemetryFailureNeverStopsACommit(t *testing.T) {
 func TestIdleInput(t *testing.T) {
 	cfg := `{"mode":"%s","models":{"faux/faux-1":{"main":{"soft":3000,"handoff":4000,"hard":8000,"minProgress":1000}}},"idleMinutes":10,"keepRecentTokens":1000}`
 	e := newTestEnv(t, fmt.Sprintf(cfg, ModeEnforce))
-	eng := e.engine()
-	p := Peer{SessionID: "i1", Cwd: e.cwd}
+	eng, p := e.start("i1")
 	ctx := context.Background()
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
 	eng.Manual(p, nil, "")
 	eng.AgentStart(p, nil, AgentStartParams{Manual: true})
@@ -644,10 +643,8 @@ func TestIdleInput(t *testing.T) {
 // relaunch does not.
 func TestEndDiscardsPending(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
-	eng := e.engine()
+	eng, p := e.start("e1")
 	ctx := context.Background()
-	p := Peer{SessionID: "e1", Cwd: e.cwd}
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f"}`)})
 	eng.End("e1")
 	eng.End("e1")
@@ -684,10 +681,8 @@ func TestQuietBelow(t *testing.T) {
 // a slash is text; watch_actions that no registry can check are lint.
 func TestHandoffLaunchPromptAndWatchActions(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
-	eng := e.engine()
+	eng, p := e.start("l1")
 	ctx := context.Background()
-	p := Peer{SessionID: "l1", Cwd: e.cwd}
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	h := eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f","launch_prompt":"/nowhere/prompt.md"}`)})
 	if !h.IsError || !strings.Contains(h.Text, "launch_prompt: /nowhere/prompt.md is not an existing regular file") {
 		t.Fatalf("missing launch prompt file: %+v", h)
@@ -718,10 +713,8 @@ func TestHandoffLaunchPromptAndWatchActions(t *testing.T) {
 // repeat; the agent's own voluntary one is.
 func TestManualBypassesBackoff(t *testing.T) {
 	e := newTestEnv(t, enforceConfig)
-	eng := e.engine()
+	eng, p := e.start("b1")
 	ctx := context.Background()
-	p := Peer{SessionID: "b1", Cwd: e.cwd}
-	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
 	args := []byte(`{"goal":"same goal","next_step":"same step","facts":"same facts"}`)
 	commit := func() {
 		eng.TurnEnd(ctx, p, nil, TurnEndParams{Continues: true, ToolResults: []ToolResultInfo{{ToolName: "context_handoff"}}})

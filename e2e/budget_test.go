@@ -42,13 +42,16 @@ func budgetEvents(t *testing.T, e *pitest.Env) []map[string]any {
 	return out
 }
 
-func hasEvent(evs []map[string]any, name string) bool {
-	for _, e := range evs {
-		if e["event"] == name {
-			return true
+func hasEvent(evs []map[string]any, name string) bool { return lastEvent(evs, name) != nil }
+
+// lastEvent is the last event named name, or nil.
+func lastEvent(evs []map[string]any, name string) map[string]any {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i]["event"] == name {
+			return evs[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // growSteps: a tool turn that measures the floor, one that grows the
@@ -331,13 +334,7 @@ func TestBudgetHandoffPlainPi(t *testing.T) {
 		t.Errorf("pid %d after the handoff, %d before: want the same process", reqs[2].PID, reqs[0].PID)
 	}
 	evs := budgetEvents(t, e)
-	var committed map[string]any
-	for _, ev := range evs {
-		if ev["event"] == "handoff_committed" {
-			committed = ev
-		}
-	}
-	if committed == nil || committed["source"] != "manual" || committed["mode"] != "observe" {
+	if committed := lastEvent(evs, "handoff_committed"); committed == nil || committed["source"] != "manual" || committed["mode"] != "observe" {
 		t.Errorf("handoff_committed = %v, want a manual commit carried out in observe mode", committed)
 	}
 	if hasEvent(evs, "relaunch_armed") {
@@ -409,13 +406,7 @@ func TestBudgetGuardOff(t *testing.T) {
 		t.Errorf("a tool was blocked with the context guard off: %q", r)
 	}
 	evs := budgetEvents(t, e)
-	var mismatch map[string]any
-	for _, ev := range evs {
-		if ev["event"] == "mode_mismatch" {
-			mismatch = ev
-		}
-	}
-	if mismatch == nil || mismatch["effective"] != "off" || mismatch["reason"] != "context guard off" {
+	if mismatch := lastEvent(evs, "mode_mismatch"); mismatch == nil || mismatch["effective"] != "off" || mismatch["reason"] != "context guard off" {
 		t.Errorf("mode_mismatch = %v", mismatch)
 	}
 	if !hasEvent(evs, "guard_off_threshold") {
