@@ -23,6 +23,22 @@ func budgetConfig(t *testing.T, e *pitest.Env, mode string, extra string) {
 	}
 }
 
+// runPrint runs pi-session -p with the prompts and returns the model's
+// requests and the output; pi-session must succeed after want requests.
+func runPrint(t *testing.T, e *pitest.Env, want int, prompts ...string) ([]pitest.Request, []byte) {
+	t.Helper()
+	out, err := e.Command(pitest.Binary(t), append(append(e.PiArgs(), "-p"), prompts...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != want {
+		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
+		t.Fatalf("model requests = %d, want %d\n%s\n%s", len(reqs), want, out, ev)
+	}
+	return reqs, out
+}
+
 func budgetEvents(t *testing.T, e *pitest.Env) []map[string]any {
 	t.Helper()
 	f, err := os.Open(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
@@ -68,15 +84,7 @@ func TestBudgetObserve(t *testing.T) {
 	e := pitest.NewEnv(t)
 	budgetConfig(t, e, "observe", "")
 	e.Scenario(map[string]any{"steps": append(append([]map[string]any{}, growSteps...), map[string]any{"text": "done"})})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 4 {
-		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
-		t.Fatalf("model requests = %d, want 4\n%s\n%s", len(reqs), out, ev)
-	}
+	reqs, _ := runPrint(t, e, 4, "work")
 	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
 		t.Errorf("observe mode changed a tool result: %q", r)
 	}
@@ -109,14 +117,7 @@ func TestBudgetEnforce(t *testing.T) {
 		map[string]any{"text": "continued"},
 	)
 	e.Scenario(map[string]any{"steps": steps})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 5 {
-		t.Fatalf("model requests = %d, want 5\n%s", len(reqs), out)
-	}
+	reqs, _ := runPrint(t, e, 5, "work")
 	blocked := lastToolResult(t, reqs[3])
 	if !strings.Contains(blocked, "blocked") || !strings.Contains(blocked, "context_handoff") || strings.Contains(blocked, "after-threshold") {
 		t.Errorf("the tool past the threshold was not blocked with a message naming context_handoff: %q", blocked)
@@ -188,15 +189,7 @@ func TestBudgetCapRelaunch(t *testing.T) {
 		{"text": "relaunched: ${lastUser}"},
 	}
 	e.Scenario(map[string]any{"steps": steps})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 9 {
-		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
-		t.Fatalf("model requests = %d, want 9\n%s\n%s", len(reqs), out, ev)
-	}
+	reqs, out := runPrint(t, e, 9, "work")
 	last := reqs[8]
 	if last.PID == reqs[7].PID {
 		t.Errorf("the last request came from the same pid %d: no relaunch\n%s", last.PID, out)
@@ -356,14 +349,7 @@ func TestBudgetHandoffPastThreshold(t *testing.T) {
 		{"text": "ending this process"},
 		{"text": "relaunched: ${lastUser}"},
 	}})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work", "/handoff now")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 7 {
-		t.Fatalf("model requests = %d, want 7\n%s", len(reqs), out)
-	}
+	reqs, _ := runPrint(t, e, 7, "work", "/handoff now")
 	if reqs[6].PID == reqs[5].PID || !regexp.MustCompile(`^continue from /\S+-1\.md$`).MatchString(reqs[6].LastUser()) {
 		t.Errorf("last request from pid %d (before: %d): %q, want a relaunch continuing from the handoff", reqs[6].PID, reqs[5].PID, reqs[6].LastUser())
 	}
@@ -394,14 +380,7 @@ func TestBudgetGuardOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Scenario(map[string]any{"steps": append(append([]map[string]any{}, growSteps...), map[string]any{"text": "done"})})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 4 {
-		t.Fatalf("model requests = %d, want 4\n%s", len(reqs), out)
-	}
+	reqs, _ := runPrint(t, e, 4, "work")
 	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
 		t.Errorf("a tool was blocked with the context guard off: %q", r)
 	}
