@@ -397,3 +397,31 @@ func TestBudgetGuardOff(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetSiblingInvalidates: a tool called beside context_handoff that
+// finishes after the handoff was written makes it stale: it is discarded,
+// not committed, and the next handoff lists it.
+func TestBudgetSiblingInvalidates(t *testing.T) {
+	e := pitest.NewEnv(t)
+	if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(`{"mode":"enforce"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	handoff := map[string]any{"tool": "context_handoff", "args": map[string]any{"goal": "g", "next_step": "n", "facts": "${lastUser}"}}
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tools": []map[string]any{handoff, {"tool": "bash", "args": map[string]any{"command": "sleep 0.5; echo late"}}}},
+		{"text": "both ran"},
+		handoff,
+		{"text": "continued"},
+	}})
+	reqs, _ := runPrint(t, e, 4, "first", "second")
+	if msgs := nonSystem(reqs[1]); len(msgs) != 4 || strings.Contains(msgs[0].Text(), "# Handoff") {
+		t.Errorf("the stale handoff was committed: the next request holds %v", msgs)
+	}
+	msgs := nonSystem(reqs[3])
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "## Discarded drafts") || !strings.Contains(msgs[0].Text(), "-1.md (a tool finished after the handoff)") {
+		t.Errorf("the committed handoff does not list the discarded one: %v", msgs)
+	}
+	if ev := lastEvent(budgetEvents(t, e), "handoff_discarded"); ev == nil || ev["reason"] != "a tool finished after the handoff" {
+		t.Errorf("handoff_discarded = %v", ev)
+	}
+}
