@@ -733,3 +733,85 @@ func TestManualBypassesBackoff(t *testing.T) {
 		t.Errorf("/handoff refused as a repeat: %s", h.Text)
 	}
 }
+
+// TestHardFallbackEmergencyRelaunch: at the hard limit with no handoff,
+// after the one settle continuation, an owned wrapper relaunches from a
+// mechanical emergency handoff; without one, pi is never shut down.
+func TestHardFallbackEmergencyRelaunch(t *testing.T) {
+	for _, wrapper := range []bool{true, false} {
+		e := newTestEnv(t, enforceConfig)
+		eng := e.engine()
+		ctx := context.Background()
+		p := Peer{SessionID: "h1", Cwd: e.cwd, Wrapper: wrapper}
+		var armed string
+		var arm ArmFunc
+		if wrapper {
+			arm = func(h, lp string) (string, error) { armed = h; return "/m/marker.json", nil }
+		}
+		eng.Start(p, arm, StartParams{Model: "faux/faux-1"})
+		eng.TurnEnd(ctx, p, arm, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
+		a := eng.TurnEnd(ctx, p, arm, TurnEndParams{Tokens: i64(9000), Usage: i64(9000), Continues: true})
+		if a.View.Action != "fallback-hard" {
+			t.Fatalf("wrapper %v: past hard: %+v", wrapper, a.View)
+		}
+		if s := eng.Settle(p, arm, 0); !s.Continue {
+			t.Errorf("wrapper %v: no settle continuation at the hard limit", wrapper)
+		}
+		eng.Settle(p, arm, 0)
+		a = eng.Settled(ctx, p, arm)
+		if !wrapper {
+			if a.Shutdown || a.Marker != "" {
+				t.Errorf("without a wrapper pi was shut down: %+v", a)
+			}
+			continue
+		}
+		if !a.Shutdown || a.Marker != "/m/marker.json" {
+			t.Fatalf("with a wrapper: %+v", a)
+		}
+		doc, err := os.ReadFile(armed)
+		if err != nil || !strings.Contains(string(doc), "# Emergency handoff (mechanical)") {
+			t.Errorf("relaunch armed from %q: %v\n%s", armed, err, doc)
+		}
+	}
+}
+
+// TestResumeCheckInHandoffAndContinuation: PI_RESUME_CHECK runs before a
+// handoff is written (its output in the handoff) and after the reset (in
+// the continuation), in enforce mode only and never for a subagent.
+func TestResumeCheckInHandoffAndContinuation(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		config   string
+		subagent bool
+		want     bool
+	}{
+		{"enforce", enforceConfig, false, true},
+		{"subagent", enforceConfig, true, false},
+		{"observe, /handoff", strings.Replace(enforceConfig, "enforce", "observe", 1), false, false},
+	} {
+		e := newTestEnv(t, c.config)
+		e.vars["PI_RESUME_CHECK"] = "echo state-ok from $PWD; exit 3"
+		eng := e.engine()
+		ctx := context.Background()
+		p := Peer{SessionID: "r1", Cwd: e.cwd, Subagent: c.subagent}
+		eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+		eng.Manual(p, nil, "")
+		eng.AgentStart(p, nil, AgentStartParams{Manual: true})
+		h := eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f"}`)})
+		if h.IsError {
+			t.Fatalf("%s: %s", c.name, h.Text)
+		}
+		doc, _ := os.ReadFile(h.Details.Path)
+		a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Continues: true, ToolResults: []ToolResultInfo{{ToolName: "context_handoff"}}})
+		if len(a.Entries) != 2 {
+			t.Fatalf("%s: no commit: %+v", c.name, a)
+		}
+		want := "`echo state-ok from $PWD; exit 3`: exit status 3\n\n```\nstate-ok from " + e.cwd + "\n```"
+		if got := strings.Contains(string(doc), "## Resume check\n\n"+want); got != c.want {
+			t.Errorf("%s: resume check in the handoff: %v, want %v\n%s", c.name, got, c.want, doc)
+		}
+		if got := strings.Contains(a.Entries[1].Content, "## Resume check\n\n"+want); got != c.want {
+			t.Errorf("%s: resume check in the continuation: %v, want %v\n%s", c.name, got, c.want, a.Entries[1].Content)
+		}
+	}
+}
