@@ -11,6 +11,7 @@ import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
+import { registerRelay } from "./relay.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -90,6 +91,7 @@ export default function (pi: ExtensionAPI) {
 	// The engines share session_before_compact and input through the
 	// arbiter, which holds the one written rule of who acts (arbiter.ts).
 	const arbiter = new Arbiter();
+	const reporters: (() => Promise<string[]>)[] = [];
 	pi.on("session_before_compact", (event, c) => arbiter.compact(event, c) as any);
 	pi.on("input", (event, c) => arbiter.input(event, c) as any);
 	const kit: Kit = {
@@ -99,6 +101,7 @@ export default function (pi: ExtensionAPI) {
 		hello: () => hello,
 		ready: (ms) => client?.ready(ms) ?? Promise.resolve(false),
 		say: (text, level) => say(text, level),
+		report: (rows) => void reporters.push(rows),
 	};
 
 	pi.on("session_start", async (_event, c) => {
@@ -189,6 +192,7 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	registerOffload(pi, kit.call);
+	registerRelay(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
@@ -258,6 +262,7 @@ export default function (pi: ExtensionAPI) {
 		row("read", `${r.entries} entries, branch ${r.branch}, ${r.messages} messages (${r.llmMessages} sent to the model)`);
 		row("tokens", `${r.contextTokens} in context (pi says ${piTokens}); ${r.tokens} estimated over the messages`);
 		if (r.diagnostics > 0) row("problems", `${r.diagnostics} lines pi would skip or tree defects`);
+		for (const rows of reporters) lines.push(...(await rows().catch(() => [])));
 		return lines.join("\n");
 	};
 }

@@ -5,11 +5,16 @@
 //   FAUX_SCRIPT    JSON scenario file (optional):
 //                    {"steps": [step, ...], "repeat": false, "fallback": "echo"}
 //                  step: {"text": "..."}                       answer with text
+//                        {"text": "...", "pad": N}             text, then N characters of
+//                                                              numbered filler lines (a long
+//                                                              session, cheaply)
 //                        {"tool": "name", "args": {...}}       call one tool
 //                        {"tools": [{"tool","args"}, ...]}     call tools in parallel
 //                  Text and tool arguments may use ${lastUser},
-//                  ${lastToolResult} and ${lastHandle} (the last ce_ handle
-//                  a tool result or user message mentioned).
+//                  ${lastToolResult}, ${lastHandle} (the last ce_ handle
+//                  a tool result or user message mentioned) and
+//                  ${lastEntryId} (the first "entryId <id>" of the last
+//                  tool result, as recall lists them).
 //                  The n-th request (counted across processes through
 //                  FAUX_LOG, so a scenario spans relaunches) gets step n;
 //                  after the last step, "repeat" starts over, otherwise the
@@ -20,11 +25,13 @@
 //                  {"n", "pid", "messages", "tools"}
 //   FAUX_PROVIDER, FAUX_MODEL, FAUX_MODEL_NAME, FAUX_CONTEXT_WINDOW
 //                  the provider/model names (default faux/faux-1)
+//   FAUX_PROMPT_CACHE  "short" or "short,long": the model declares promptCache
+//                  with these lifetimes in seconds (unset: no declaration)
 import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as fs from "node:fs";
 
-type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[] };
+type Step = { text?: string; pad?: number; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[] };
 type Scenario = { steps?: Step[]; repeat?: boolean; fallback?: string };
 
 function loadScenario(): Scenario {
@@ -32,6 +39,20 @@ function loadScenario(): Scenario {
 	if (!file) return { steps: [], fallback: process.env.FAUX_FALLBACK ?? "echo" };
 	const s = JSON.parse(fs.readFileSync(file, "utf8")) as Scenario;
 	return { steps: s.steps ?? [], repeat: s.repeat ?? false, fallback: s.fallback ?? process.env.FAUX_FALLBACK ?? "echo" };
+}
+
+// filler is n characters of numbered lines that differ from one another,
+// so a long session is cheap to script and its text is searchable.
+export function filler(n: number, seed: number): string {
+	const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"];
+	const lines: string[] = [];
+	let len = 0;
+	for (let i = 0; len < n; i++) {
+		const line = `filler ${seed}.${i}: ${words[(seed + i) % words.length]} ${words[(seed * 7 + i * 3) % words.length]} item_${seed}_${i} checked ok`;
+		lines.push(line);
+		len += line.length + 1;
+	}
+	return lines.join("\n").slice(0, n);
 }
 
 function textOf(content: unknown): string {
@@ -136,6 +157,14 @@ function demoAnswer(user: string): string {
 	].join("\n\n");
 }
 
+// promptCache is the model's declared cache lifetime, from FAUX_PROMPT_CACHE.
+function promptCache(): { promptCache?: { short?: number; long?: number } } {
+	const v = process.env.FAUX_PROMPT_CACHE;
+	if (!v) return {};
+	const [short, long] = v.split(",").map((x) => Number(x.trim()));
+	return { promptCache: { short, ...(Number.isFinite(long) ? { long } : {}) } };
+}
+
 export default function (pi: ExtensionAPI) {
 	const scenario = loadScenario();
 	const provider = process.env.FAUX_PROVIDER ?? "faux";
@@ -151,6 +180,8 @@ export default function (pi: ExtensionAPI) {
 			},
 		],
 	});
+	// The faux provider copies only the fields it knows from a definition.
+	for (const m of faux.models) Object.assign(m, promptCache());
 	const respond = (context: any) => {
 		faux.appendResponses([respond]); // keep exactly one response queued
 		const messages = context.messages ?? [];
@@ -171,7 +202,8 @@ export default function (pi: ExtensionAPI) {
 			s
 				.replaceAll("${lastUser}", last(messages, "user"))
 				.replaceAll("${lastToolResult}", last(messages, "toolResult"))
-				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "");
+				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "")
+				.replaceAll("${lastEntryId}", /entryId ([0-9a-f]{8})/.exec(last(messages, "toolResult"))?.[1] ?? "");
 		const substArgs = (v: unknown): unknown =>
 			typeof v === "string" ? subst(v) : Array.isArray(v) ? v.map(substArgs) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substArgs(x)])) : v;
 		if (step?.tools || step?.tool) {
@@ -181,7 +213,7 @@ export default function (pi: ExtensionAPI) {
 				{ stopReason: "toolUse" },
 			);
 		}
-		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text));
+		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text) + (step.pad ? "\n" + filler(step.pad, n) : ""));
 		if (scenario.fallback === "demo") return demoStep(messages);
 		return fauxAssistantMessage("faux: " + last(messages, "user"));
 	};
