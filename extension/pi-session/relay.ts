@@ -103,6 +103,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	let generation = 0; // bumped at session switch and shutdown
 	let lastRelayTokens: number | undefined; // context size right after the last relay
 	let requestAt: number | undefined; // when the last real model request went out
+	let sawRequest = false; // before_provider_request fired in this run
 	let timer: NodeJS.Timeout | undefined;
 	let registeredOnce = false;
 
@@ -350,11 +351,16 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		kit.arbiter.onInput("relay", onInput);
 		pi.on("before_provider_request", () => {
 			requestAt = Date.now();
+			sawRequest = true;
 			return undefined;
 		});
-		pi.on("agent_start", () => clearTimer());
+		pi.on("agent_start", () => {
+			clearTimer();
+			sawRequest = false;
+		});
 		pi.on("agent_settled", (_e, ctx) => {
-			if (requestAt === undefined) requestAt = lastAssistantTime(ctx);
+			// Providers that skip before_provider_request: the answer's time.
+			if (!sawRequest) requestAt = lastAssistantTime(ctx) ?? requestAt;
 			armExpiry(ctx);
 		});
 		pi.on("session_before_switch", () => {
