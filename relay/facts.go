@@ -150,98 +150,101 @@ func Gather(h *session.Header, branch []*session.Entry, keptFrom string) Facts {
 	subs := newSubagents()
 	files := map[string]*FileChange{}
 	var order []string
+	byEntry := map[string][]session.Message{}
 	for _, m := range v.msgs {
-		at := v.index[m.EntryID]
-		e := v.branch[at]
-		switch m.Role {
-		case "user":
-			a, err := m.Decode()
-			if err != nil {
-				continue
-			}
-			text := contentText(a.Content)
-			users = append(users, UserText{EntryID: m.EntryID, Text: text})
-			if at >= keptAt {
-				continue
-			}
-			if v.context[m.EntryID] {
-				f.Instructions = append(f.Instructions, Instruction{EntryID: m.EntryID, Time: minute(e.Timestamp), Text: text})
-			} else {
-				f.Earlier = append(f.Earlier, text)
-			}
-		case "assistant":
-			a, err := m.Decode()
-			if err != nil {
-				continue
-			}
-			if at < keptAt {
-				if t := strings.TrimSpace(a.Content.Text("\n")); t != "" && a.StopReason != "aborted" && a.StopReason != "error" {
-					f.Answer, f.AnswerEntry = t, m.EntryID
-				}
-			}
-			for _, b := range a.Content.Blocks {
-				if b.Type != "toolCall" {
-					continue
-				}
-				name := strings.ToLower(b.Name)
-				if name != "edit" && name != "write" && name != "multiedit" {
-					if isAgentTool(b.Name) {
-						subs.launchCall(b.ID, b.Arguments, e.Timestamp)
-					}
-					continue
-				}
-				var args map[string]any
-				if json.Unmarshal(b.Arguments, &args) != nil {
-					continue
-				}
-				p, _ := args["path"].(string)
-				if p == "" {
-					p, _ = args["file_path"].(string)
-				}
-				if p == "" {
-					continue
-				}
-				fc := files[p]
-				if fc == nil {
-					fc = &FileChange{Path: p}
-					files[p] = fc
-				}
-				if name == "write" {
-					fc.Write = true
-				} else {
-					fc.Edits++
-				}
-				order = appendMoved(order, p)
-			}
-		case "toolResult":
-			name, _ := session.MemberString(m.Raw, "toolName")
-			if !isAgentTool(name) {
-				continue
-			}
-			a, err := m.Decode()
-			if err != nil {
-				continue
-			}
-			subs.launchResult(a.ToolCallID, contentText(a.Content), a.Details, e.Timestamp)
-		case "custom":
-			ct, _ := session.MemberString(m.Raw, "customType")
-			if ct != "subagent-notification" {
-				continue
-			}
-			a, err := m.Decode()
-			if err != nil {
-				continue
-			}
-			subs.notification(contentText(a.Content), session.Member(m.Raw, "details"), e.Timestamp)
-		}
+		byEntry[m.EntryID] = append(byEntry[m.EntryID], m)
 	}
-	// subagents:record entries are extension state, not messages.
-	for _, e := range branch {
-		if e.Type != "custom" {
+	// One pass in branch order, so a later record of a subagent wins.
+	for at, e := range branch {
+		if e.Type == "custom" {
+			// subagents:record entries are extension state, not messages.
+			if ct, _ := session.MemberString(e.Raw, "customType"); ct == "subagents:record" {
+				subs.record(session.Member(e.Raw, "data"), e.Timestamp)
+			}
 			continue
 		}
-		if ct, _ := session.MemberString(e.Raw, "customType"); ct == "subagents:record" {
-			subs.record(session.Member(e.Raw, "data"), e.Timestamp)
+		for _, m := range byEntry[e.ID] {
+			switch m.Role {
+			case "user":
+				a, err := m.Decode()
+				if err != nil {
+					continue
+				}
+				text := contentText(a.Content)
+				users = append(users, UserText{EntryID: m.EntryID, Text: text})
+				if at >= keptAt {
+					continue
+				}
+				if v.context[m.EntryID] {
+					f.Instructions = append(f.Instructions, Instruction{EntryID: m.EntryID, Time: minute(e.Timestamp), Text: text})
+				} else {
+					f.Earlier = append(f.Earlier, text)
+				}
+			case "assistant":
+				a, err := m.Decode()
+				if err != nil {
+					continue
+				}
+				if at < keptAt {
+					if t := strings.TrimSpace(a.Content.Text("\n")); t != "" && a.StopReason != "aborted" && a.StopReason != "error" {
+						f.Answer, f.AnswerEntry = t, m.EntryID
+					}
+				}
+				for _, b := range a.Content.Blocks {
+					if b.Type != "toolCall" {
+						continue
+					}
+					name := strings.ToLower(b.Name)
+					if name != "edit" && name != "write" && name != "multiedit" {
+						if isAgentTool(b.Name) {
+							subs.launchCall(b.ID, b.Arguments, e.Timestamp)
+						}
+						continue
+					}
+					var args map[string]any
+					if json.Unmarshal(b.Arguments, &args) != nil {
+						continue
+					}
+					p, _ := args["path"].(string)
+					if p == "" {
+						p, _ = args["file_path"].(string)
+					}
+					if p == "" {
+						continue
+					}
+					fc := files[p]
+					if fc == nil {
+						fc = &FileChange{Path: p}
+						files[p] = fc
+					}
+					if name == "write" {
+						fc.Write = true
+					} else {
+						fc.Edits++
+					}
+					order = appendMoved(order, p)
+				}
+			case "toolResult":
+				name, _ := session.MemberString(m.Raw, "toolName")
+				if !isAgentTool(name) {
+					continue
+				}
+				a, err := m.Decode()
+				if err != nil {
+					continue
+				}
+				subs.launchResult(a.ToolCallID, contentText(a.Content), a.Details, e.Timestamp)
+			case "custom":
+				ct, _ := session.MemberString(m.Raw, "customType")
+				if ct != "subagent-notification" {
+					continue
+				}
+				a, err := m.Decode()
+				if err != nil {
+					continue
+				}
+				subs.notification(contentText(a.Content), session.Member(m.Raw, "details"), e.Timestamp)
+			}
 		}
 	}
 	f.Constraints = ExtractConstraints(users)

@@ -76,10 +76,13 @@ func docText(f *session.File, e *session.Entry) ([]byte, int32) {
 		if string(session.Member(m, "excludeFromContext")) == "true" {
 			return nil, -1
 		}
-		if role, _ := session.MemberString(m, "role"); role == "system" {
+		switch role, _ := session.MemberString(m, "role"); role {
+		case "system":
 			return nil, -1
+		case "bashExecution":
+			return m, -1 // command and output
 		}
-		return m, -1
+		return session.Member(m, "content"), -1
 	case "custom_message":
 		return session.Member(e.Raw, "content"), -1
 	case "branch_summary":

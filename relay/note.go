@@ -33,14 +33,14 @@ type NoteMeta struct {
 // has its own cap; when the total is over Limits.Total, sections shrink in
 // this order until it fits: extra, git, files, subagents, the final
 // answer, superseded constraints, user instructions. The user's current
-// constraints shrink last: only when they alone exceed the total are the
-// oldest left out (and said to be).
+// constraints are never cut to fit the total; only when they alone exceed
+// it are the oldest left out (and said to be).
 func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) string {
 	type part struct {
 		budget int
 		render func(budget int) string
 	}
-	head := fmt.Sprintf("# Handoff note %d (context-relay)\n\nThis replaces the earlier conversation (%d entries, about %d tokens). It was generated without a model from the session file. The exchange from the last user message on follows it unchanged.\n",
+	head := fmt.Sprintf("# Handoff note %d (context-relay)\nIt replaces %d earlier entries (about %d tokens), written from the session file without a model; the exchange from the last user message on follows unchanged.\n",
 		m.N, f.Leaving, m.TokensBefore)
 	foot := footer(m)
 	// The order of the note; shrink lists indices in the order they give way.
@@ -54,16 +54,20 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 		{lim.Git, func(b int) string { return gitSection(git, b) }},
 		{lim.Extra, func(b int) string { return extraSection(extra, b) }},
 	}
-	shrink := []int{7, 6, 5, 4, 3, 1, 2, 0}
+	// The current constraints (part 0) never give way: with a total too
+	// small for them, the note is longer than the total.
+	shrink := []int{7, 6, 5, 4, 3, 1, 2}
 	out := make([]string, len(parts))
 	total := func() int {
-		n := runes(head) + runes(foot)
+		n := runes(head) + runes(foot) + 1
 		for i, p := range parts {
 			out[i] = ""
 			if p.budget > 0 {
 				out[i] = p.render(p.budget)
 			}
-			n += runes(out[i])
+			if out[i] != "" {
+				n += runes(out[i]) + 1
+			}
 		}
 		return n
 	}
@@ -91,7 +95,7 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 }
 
 func footer(m NoteMeta) string {
-	return fmt.Sprintf("---\nOlder messages and tool output left the context but are still in the session file. recall({query: \"words\"}) searches them (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) returns one whole, recall({entryId: \"note:%d\"}) reads this note again.\nNote file: %s\n", m.N, m.Path)
+	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
 }
 
 // constraintsSection lists the current constraints verbatim. Over budget,

@@ -219,7 +219,7 @@ var skipKeys = map[string]bool{
 	"api": true, "provider": true, "model": true, "stopReason": true, "responseId": true,
 	"timestamp": true, "thoughtSignature": true, "signature": true, "textSignature": true,
 	"details": true, "usage": true, "customType": true, "display": true, "errorMessage": true,
-	"excludeFromContext": true, "fullOutputPath": true, "redacted": true,
+	"excludeFromContext": true, "fullOutputPath": true, "redacted": true, "toolName": true,
 }
 
 // walkText calls fn with the text of every string value of the JSON value
