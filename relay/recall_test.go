@@ -138,10 +138,10 @@ func TestRecallTolerant(t *testing.T) {
 	tests := []struct {
 		query, want string
 	}{
-		{"export functi", s.exportFn},       // prefixes
-		{"functi EXPORT", s.exportFn},       // another order and case
+		{"export functi", s.exportFn},        // prefixes
+		{"functi EXPORT", s.exportFn},        // another order and case
 		{"exporting renderNote", s.exportFn}, // a stem, camelCase
-		{"ember-cache miss", s.emberLog},    // another separator than the text
+		{"ember-cache miss", s.emberLog},     // another separator than the text
 		{"ember_cache miss", s.emberLog},
 		{"emberCache miss", s.emberLog},
 		{"note.go relay", s.relayNote}, // base name plus a directory word
