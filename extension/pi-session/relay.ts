@@ -5,7 +5,6 @@
 // module only talks to pi. It registers nothing in subagent sessions and in
 // print/json mode.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { Type } from "typebox";
 import { createHash, randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Code, EngineError } from "./client.ts";
@@ -331,13 +330,19 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			description:
 				"Fetch what left the context after a relay or compaction: recall({query}) searches earlier messages and tool output of this branch (words in any order and case; prefixes and parts of names match; best first) and this session's offloaded tool results; recall({entryId}) returns one entry's full text in chunks (offset continues); entryId \"note:<n>\" reads handoff note n.",
 			promptSnippet: "recall: search and read earlier messages and tool output that left the context (handoff notes say what left)",
-			parameters: Type.Object({
-				query: Type.Optional(Type.String({ description: "Words you remember, any order; prefixes work" })),
-				entryId: Type.Optional(Type.String({ description: "An entryId from a search result, or note:<n>; wins over query" })),
-				limit: Type.Optional(Type.Number({ description: "Results, 1-30 (default 8)" })),
-				offset: Type.Optional(Type.Number({ description: "Character offset into the entry's text" })),
-				scope: Type.Optional(Type.String({ description: "\"lineage\" also searches the sessions this one was forked or continued from" })),
-			}),
+			// Plain JSON Schema (pi validates any), without types: an argument
+			// of the wrong type is ignored by the engine, as if absent, rather
+			// than refused (and no typebox import, so the tests run outside pi).
+			parameters: {
+				type: "object",
+				properties: {
+					query: { description: "string: words you remember, any order; prefixes work" },
+					entryId: { description: "string: an entryId from a search result, or note:<n>; wins over query" },
+					limit: { description: "number: results, 1-30 (default 8)" },
+					offset: { description: "number: character offset into the entry's text, for the next chunk" },
+					scope: { description: "string: \"lineage\" also searches the sessions this one was forked or continued from" },
+				},
+			} as any,
 			async execute(_id, params, signal, _onUpdate, ctx) {
 				try {
 					const a = await kit.call<{ text: string }>("relay.recall", { leafId: ctx.sessionManager.getLeafId() ?? "", args: params }, { signal, timeoutMs: 60_000 });
