@@ -21,9 +21,46 @@ type Constraint struct {
 // is a paragraph of explanation rather than a standing instruction.
 const maxConstraintChars = 400
 
-// directive finds the words that make a sentence an instruction, in any
-// position of the sentence.
-var directive = regexp.MustCompile(`(?i)\b(never|always|must|mustn'?t|do not|don'?t|dont|only|keep|avoid|make sure|ensure|no longer|stop|from now on|prefer|shouldn'?t|should not|please use|use)\b`)
+// directives are the words that make a sentence an instruction, in any
+// position of it; pairs are the two-word ones.
+var (
+	directives = map[string]bool{"never": true, "always": true, "must": true, "mustn't": true, "mustnt": true, "don't": true, "dont": true,
+		"only": true, "keep": true, "avoid": true, "ensure": true, "stop": true, "prefer": true, "shouldn't": true, "use": true, "don’t": true, "mustn’t": true, "shouldn’t": true}
+	pairs = map[string]bool{"do not": true, "make sure": true, "no longer": true, "should not": true, "please use": true, "from now": true}
+)
+
+// directiveWord finds the first directive of s, word by word: the word
+// (lowercased) and its byte offset, or -1.
+func directiveWord(s string) (string, int) {
+	prev, prevAt := "", -1
+	i := 0
+	for i < len(s) {
+		for i < len(s) && !wordByte(s[i]) {
+			i++
+		}
+		start := i
+		for i < len(s) && wordByte(s[i]) {
+			i++
+		}
+		if start == i {
+			break
+		}
+		w := strings.ToLower(s[start:i])
+		if prev != "" && pairs[prev+" "+w] {
+			return prev + " " + w, prevAt
+		}
+		if directives[w] {
+			// "do" may start "do not"; a lone directive word is enough.
+			return w, start
+		}
+		prev, prevAt = w, start
+	}
+	return "", -1
+}
+
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '\'' || c >= 0x80
+}
 
 // useNot matches "use X, not Y", "use X instead of Y", "X rather than Y".
 var useNot = regexp.MustCompile(`(?i)\buse\s+(.+?)(?:,\s*|\s+)(?:not|instead of|rather than)\s+(.+?)[.!;]*$`)
@@ -99,16 +136,15 @@ func IsInstruction(s string) bool {
 	if s == "" || utf8.RuneCountInString(s) > maxConstraintChars || strings.HasSuffix(s, "?") {
 		return false
 	}
-	m := directive.FindStringIndex(s)
-	if m == nil {
+	w, at := directiveWord(s)
+	if at < 0 {
 		return false
 	}
-	w := strings.ToLower(s[m[0]:m[1]])
 	if w == "use" || w == "only" || w == "keep" || w == "stop" {
 		// Weak words count at the start of a sentence ("Use X", "Only
 		// touch Y", "Keep Z") or in "use X, not Y"; elsewhere they are
 		// ordinary prose ("the only file", "we use it").
-		return m[0] == 0 || startsClause(s[:m[0]]) || useNot.MatchString(s)
+		return at == 0 || startsClause(s[:at]) || useNot.MatchString(s)
 	}
 	return true
 }

@@ -146,7 +146,7 @@ func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFi
 		if kept == "" {
 			return errors.New("relay: nothing to keep: no user message and no cut point from pi")
 		}
-		facts = Gather(f.Header, branch, kept)
+		facts = v.gather(f.Header, kept)
 		if tokensBefore <= 0 {
 			tokensBefore = session.EstimateContextTokens(branch, session.Project(branch)).Tokens
 		}

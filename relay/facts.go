@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"sort"
@@ -125,7 +126,11 @@ func (v *view) keptFrom(piFirstKept string, tailMaxChars int) string {
 // Gather collects the facts of a note for branch (root first, ending at the
 // leaf being relayed), keeping the context from keptFrom on.
 func Gather(h *session.Header, branch []*session.Entry, keptFrom string) Facts {
-	v := newView(branch)
+	return newView(branch).gather(h, keptFrom)
+}
+
+func (v *view) gather(h *session.Header, keptFrom string) Facts {
+	branch := v.branch
 	f := Facts{}
 	if h != nil {
 		f.SessionID, f.Cwd, f.Started = h.ID, h.Cwd, h.Timestamp
@@ -147,6 +152,7 @@ func Gather(h *session.Header, branch []*session.Entry, keptFrom string) Facts {
 		}
 	}
 	var users []UserText
+	var answers []session.Message
 	subs := newSubagents()
 	files := map[string]*FileChange{}
 	var order []string
@@ -166,48 +172,34 @@ func Gather(h *session.Header, branch []*session.Entry, keptFrom string) Facts {
 		for _, m := range byEntry[e.ID] {
 			switch m.Role {
 			case "user":
-				a, err := m.Decode()
-				if err != nil {
-					continue
-				}
-				text := contentText(a.Content)
-				users = append(users, UserText{EntryID: m.EntryID, Text: text})
+				ut := string(text(session.Member(m.Raw, "content"), 0))
+				users = append(users, UserText{EntryID: m.EntryID, Text: ut})
 				if at >= keptAt {
 					continue
 				}
 				if v.context[m.EntryID] {
-					f.Instructions = append(f.Instructions, Instruction{EntryID: m.EntryID, Time: minute(e.Timestamp), Text: text})
+					f.Instructions = append(f.Instructions, Instruction{EntryID: m.EntryID, Time: minute(e.Timestamp), Text: ut})
 				} else {
-					f.Earlier = append(f.Earlier, text)
+					f.Earlier = append(f.Earlier, ut)
 				}
 			case "assistant":
-				a, err := m.Decode()
-				if err != nil {
+				if at < keptAt && bytes.Contains(m.Raw, []byte(`"text"`)) {
+					answers = append(answers, m)
+				}
+				if !bytes.Contains(m.Raw, []byte(`"toolCall"`)) {
 					continue
 				}
-				if at < keptAt {
-					if t := strings.TrimSpace(a.Content.Text("\n")); t != "" && a.StopReason != "aborted" && a.StopReason != "error" {
-						f.Answer, f.AnswerEntry = t, m.EntryID
-					}
-				}
-				for _, b := range a.Content.Blocks {
-					if b.Type != "toolCall" {
-						continue
-					}
-					name := strings.ToLower(b.Name)
+				for _, c := range toolCalls(m) {
+					name := strings.ToLower(c.Name)
 					if name != "edit" && name != "write" && name != "multiedit" {
-						if isAgentTool(b.Name) {
-							subs.launchCall(b.ID, b.Arguments, e.Timestamp)
+						if isAgentTool(c.Name) {
+							subs.launchCall(c.ID, c.Arguments, e.Timestamp)
 						}
 						continue
 					}
-					var args map[string]any
-					if json.Unmarshal(b.Arguments, &args) != nil {
-						continue
-					}
-					p, _ := args["path"].(string)
+					p, _ := session.MemberString(c.Arguments, "path")
 					if p == "" {
-						p, _ = args["file_path"].(string)
+						p, _ = session.MemberString(c.Arguments, "file_path")
 					}
 					if p == "" {
 						continue
@@ -247,12 +239,63 @@ func Gather(h *session.Header, branch []*session.Entry, keptFrom string) Facts {
 			}
 		}
 	}
+	// The final answer: the last assistant text before the kept part.
+	for i := len(answers) - 1; i >= 0; i-- {
+		a, err := answers[i].Decode()
+		if err != nil || a.StopReason == "aborted" || a.StopReason == "error" {
+			continue
+		}
+		if t := strings.TrimSpace(a.Content.Text("\n")); t != "" {
+			f.Answer, f.AnswerEntry = t, answers[i].EntryID
+			break
+		}
+	}
 	f.Constraints = ExtractConstraints(users)
 	f.Subagents, f.Worktrees = subs.list()
 	for i := len(order) - 1; i >= 0; i-- {
 		f.Files = append(f.Files, *files[order[i]])
 	}
 	return f
+}
+
+// toolCall is one toolCall block of an assistant message.
+type toolCall struct {
+	ID, Name  string
+	Arguments json.RawMessage
+}
+
+// toolCalls returns the tool calls of an assistant message. pi writes a
+// block's type first, so the blocks are found without decoding the text
+// around them; a message where that does not hold is decoded whole.
+func toolCalls(m session.Message) []toolCall {
+	content := session.Member(m.Raw, "content")
+	marker := []byte(`{"type":"toolCall"`)
+	var out []toolCall
+	for i := 0; ; {
+		j := bytes.Index(content[i:], marker)
+		if j < 0 {
+			break
+		}
+		block := content[i+j:]
+		id, _ := session.MemberString(block, "id")
+		name, _ := session.MemberString(block, "name")
+		out = append(out, toolCall{ID: id, Name: name, Arguments: session.Member(block, "arguments")})
+		i += j + len(marker)
+	}
+	if len(out) == bytes.Count(content, []byte(`"toolCall"`)) {
+		return out
+	}
+	a, err := m.Decode()
+	if err != nil {
+		return nil
+	}
+	out = out[:0]
+	for _, b := range a.Content.Blocks {
+		if b.Type == "toolCall" {
+			out = append(out, toolCall{ID: b.ID, Name: b.Name, Arguments: b.Arguments})
+		}
+	}
+	return out
 }
 
 // appendMoved appends p, removing an earlier occurrence: the order of last

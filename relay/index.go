@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/binary"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -30,7 +31,10 @@ type Index struct {
 	df       []int32
 	sorted   []int32 // term ids in term order, for prefix lookups
 	totalLen int64
-	tf       map[int32]int32 // scratch of Update
+	tf       []int32 // scratch of add: term id -> count in the document
+	touched  []int32 // scratch of add: the term ids counted
+	text     []byte  // scratch of add: unescaped text
+	low      []byte  // scratch of add: lowercased words
 }
 
 // doc is one searchable text: an entry's message, or a replacement.
@@ -42,7 +46,7 @@ type doc struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{dict: map[string]int32{}, tf: map[int32]int32{}}
+	return &Index{dict: map[string]int32{}}
 }
 
 // Update indexes the entries f has gained since the last call. It starts
@@ -52,6 +56,11 @@ func (ix *Index) Update(f *session.File) {
 	if ix.file != f || ix.n > len(f.Entries) {
 		*ix = *NewIndex()
 		ix.file = f
+	}
+	if len(f.Entries)-ix.n > 20000 {
+		// A large build allocates a lot for what it keeps: collect
+		// garbage sooner, so the peak stays near what is kept.
+		defer debug.SetGCPercent(debug.SetGCPercent(20))
 	}
 	for i := ix.n; i < len(f.Entries); i++ {
 		e := f.Entries[i]
@@ -114,10 +123,10 @@ func entryIndex(f *session.File, e *session.Entry) int32 {
 
 func (ix *Index) add(entry, target int32, raw []byte) {
 	id := int32(len(ix.docs))
-	clear(ix.tf)
+	ix.touched = ix.touched[:0]
 	var n uint32
-	walkText(raw, func(text []byte) bool {
-		tokenize(text, func(t []byte) {
+	walkTextBuf(raw, &ix.text, func(text []byte) bool {
+		ix.low = tokenizeBuf(text, ix.low, func(t []byte) {
 			n++
 			tid, ok := ix.dict[string(t)]
 			if !ok {
@@ -128,6 +137,10 @@ func (ix *Index) add(entry, target int32, raw []byte) {
 				ix.post = append(ix.post, nil)
 				ix.lastDoc = append(ix.lastDoc, -1)
 				ix.df = append(ix.df, 0)
+				ix.tf = append(ix.tf, 0)
+			}
+			if ix.tf[tid] == 0 {
+				ix.touched = append(ix.touched, tid)
 			}
 			ix.tf[tid]++
 		})
@@ -139,7 +152,9 @@ func (ix *Index) add(entry, target int32, raw []byte) {
 	ix.docs = append(ix.docs, doc{entry: entry, target: target, length: n})
 	ix.totalLen += int64(n)
 	var buf [2 * binary.MaxVarintLen32]byte
-	for tid, tf := range ix.tf {
+	for _, tid := range ix.touched {
+		tf := ix.tf[tid]
+		ix.tf[tid] = 0
 		delta := id - ix.lastDoc[tid]
 		k := binary.PutUvarint(buf[:], uint64(delta))
 		k += binary.PutUvarint(buf[k:], uint64(tf))

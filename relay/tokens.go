@@ -17,44 +17,138 @@ import (
 const maxTermLen = 40
 
 // tokenize calls fn with each term of text, lowercased.
-func tokenize(text []byte, fn func(term []byte)) {
+func tokenize(text []byte, fn func(term []byte)) { tokenizeBuf(text, nil, fn) }
+
+// tokenizeBuf is tokenize with a scratch buffer for lowercasing, which it
+// returns (grown) for the next call.
+func tokenizeBuf(text, low []byte, fn func(term []byte)) []byte {
 	words(text, func(word []byte, _ int) bool {
-		var low []byte
-		emitWord(word, &low, true, fn)
+		if isASCIIWord(word) {
+			low = emitASCII(word, low, fn)
+		} else {
+			emitWord(word, &low, true, fn)
+		}
 		return true
 	})
+	return low
+}
+
+// byteClass classifies ASCII bytes: 0 a separator, 1 lower, 2 upper, 3
+// digit; bytes from 0x80 on are 4 (a multi-byte rune, looked at whole).
+var byteClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = 1
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = 2
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = 3
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 4
+	}
+	return t
+}()
+
+func isASCIIWord(w []byte) bool {
+	for _, c := range w {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // words calls fn with each run of letters and digits of text and its byte
 // offset, until fn returns false.
 func words(text []byte, fn func(word []byte, at int) bool) {
-	start := -1
-	for i := 0; i < len(text); {
-		c := text[i]
-		n := 1
-		alnum := false
-		if c < utf8.RuneSelf {
-			alnum = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-		} else {
-			var r rune
-			r, n = utf8.DecodeRune(text[i:])
-			alnum = unicode.IsLetter(r) || unicode.IsDigit(r)
-		}
-		if alnum {
-			if start < 0 {
-				start = i
+	i := 0
+	for i < len(text) {
+		// Skip separators.
+		for i < len(text) {
+			c := byteClass[text[i]]
+			if c == 0 {
+				i++
+				continue
 			}
-		} else if start >= 0 {
-			if !fn(text[start:i], start) {
-				return
+			if c == 4 {
+				r, n := utf8.DecodeRune(text[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					i += n
+					continue
+				}
 			}
-			start = -1
+			break
 		}
-		i += n
+		start := i
+		for i < len(text) {
+			c := byteClass[text[i]]
+			if c == 0 {
+				break
+			}
+			if c == 4 {
+				r, n := utf8.DecodeRune(text[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				i += n
+				continue
+			}
+			i++
+		}
+		if i > start && !fn(text[start:i], start) {
+			return
+		}
 	}
-	if start >= 0 {
-		fn(text[start:], start)
+}
+
+// emitASCII is emitWord for a word of ASCII letters and digits, without
+// decoding runes; it returns the scratch buffer.
+func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
+	low = low[:0]
+	for _, c := range word {
+		if byteClass[c] == 2 {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
 	}
+	if isHash(word) {
+		if t, ok := termOf(low); ok {
+			fn(t)
+		}
+		return low
+	}
+	parts, start := 0, 0
+	prev := byteClass[word[0]]
+	for i := 1; i < len(word); i++ {
+		cl := byteClass[word[i]]
+		cut := -1
+		switch {
+		case cl == 3 && prev != 3, cl != 3 && prev == 3, cl == 2 && prev == 1:
+			cut = i
+		case cl == 1 && prev == 2 && i-start > 1:
+			cut = i - 1 // HTTPServer: the last upper starts the next word
+		}
+		if cut > start {
+			parts++
+			if t, ok := termOf(low[start:cut]); ok {
+				fn(t)
+			}
+			start = cut
+		}
+		prev = cl
+	}
+	parts++
+	if t, ok := termOf(low[start:]); ok {
+		fn(t)
+	}
+	if parts > 1 {
+		if t, ok := termOf(low); ok {
+			fn(t)
+		}
+	}
+	return low
 }
 
 // emitWord emits the parts of one run of letters and digits, and the whole
@@ -227,8 +321,16 @@ var skipKeys = map[string]bool{
 // a bare JSON string is text too. fn returning false stops the walk. Image
 // blocks become the text "[image]".
 func walkText(raw []byte, fn func(text []byte) bool) {
-	w := textWalker{raw: raw, fn: fn}
+	var buf []byte
+	walkTextBuf(raw, &buf, fn)
+}
+
+// walkTextBuf is walkText unescaping into *buf, which it may grow: a
+// caller walking many values reuses one buffer.
+func walkTextBuf(raw []byte, buf *[]byte, fn func(text []byte) bool) {
+	w := textWalker{raw: raw, fn: fn, buf: *buf}
 	w.value(0, false)
+	*buf = w.buf
 }
 
 type textWalker struct {
