@@ -236,7 +236,7 @@ func waitFile(t *testing.T, path string) {
 }
 
 // writeRelayConfig writes <agentDir>/context-relay.json.
-func writeRelayConfig(t *testing.T, e *pitest.Env, cfg string) {
+func writeRelayConfig(t testing.TB, e *pitest.Env, cfg string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(e.Agent, "context-relay.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

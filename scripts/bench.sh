@@ -20,3 +20,5 @@ run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
+run "relay: note, cold and warm recall on 10/100/500 MB sessions vs session/ read and grep -ci, peak memory (RELAY_BENCH_SIZES limits sizes)" ./relay 'BenchmarkRelay$' 1x
+run "relay: /relay through real pi on a 150k-token session, command to the next turn's first request" ./e2e 'RelayThroughPi' 3x
