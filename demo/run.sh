@@ -9,6 +9,9 @@ bin="$root/tools/node_modules/.bin"
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
 mkdir -p "$dir/agent" "$dir/home" "$dir/project"
+# pi keeps the last 2k tokens on a compaction (default 20k), so /relay has
+# something to replace after a single long answer.
+echo '{"compaction":{"keepRecentTokens":2000}}' > "$dir/agent/settings.json"
 printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
 
 export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent"
@@ -27,7 +30,10 @@ pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
      ERROR lines with ctx_read. Then /ce status shows what that saved.
   3. Type  /handoff finish the demo : pi writes a handoff and exits; pi-session
      relaunches a fresh pi in this terminal that continues from it.
-  4. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
+  4. Type  fill the session  (a long report), then anything else, then  /relay : the
+     conversation becomes a deterministic handoff note plus the latest exchange, without a
+     model call. Ask  what did the report find?  : the model fetches it back with recall.
+  5. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
 Files of this run: $dir
 Press Enter to start.
 TXT
@@ -48,3 +54,12 @@ echo "\$ pi-session --model demo/scripted -p '/handoff finish the demo'"
 "$root/bin/pi-session" "${args[@]}" -p "/handoff finish the demo"
 echo
 echo "handoff notes written: $(ls "$dir/project/.ai-work/handoffs")"
+
+# The relay scene: /relay exists in interactive and RPC sessions only, so
+# outside a terminal it runs in RPC mode.
+echo
+echo "\$ pi-session --mode rpc   (relay: a long session, /relay, recall)"
+node "$root/demo/relay-rpc.mjs" "$root/bin/pi-session" "${args[@]}" -- \
+  "fill the session with the profiling report" "thanks; now check the tests" "/relay" "what did the report find?"
+echo
+echo "relay notes written: $(ls "$dir/agent/context-relay"/*/ 2>/dev/null | tr '\n' ' ')"

@@ -104,6 +104,8 @@ const DEMO_LOG_COMMAND =
 // in a fresh process, and a large build log that the offload engine keeps
 // out of context and the model reads back with ctx_read.
 function demoStep(messages: any[]) {
+	const relay = relayDemoStep(messages);
+	if (relay) return relay;
 	const lastMsg = messages[messages.length - 1];
 	if (lastMsg?.role === "toolResult") {
 		const text = textOf(lastMsg.content);
@@ -129,6 +131,34 @@ function demoStep(messages: any[]) {
 		return fauxAssistantMessage([fauxToolCall("bash", { command: DEMO_LOG_COMMAND })], { stopReason: "toolUse" });
 	}
 	return fauxAssistantMessage(demoAnswer(user));
+}
+
+// relayDemoStep is the relay scene: a long report that fills the context
+// (its finding on the first line), and after /relay a question the model
+// answers by fetching the finding back with recall. Undefined when the
+// conversation is not in that scene.
+function relayDemoStep(messages: any[]) {
+	const lastMsg = messages[messages.length - 1];
+	if (lastMsg?.role === "toolResult" && lastMsg.toolName === "recall") {
+		const text = textOf(lastMsg.content);
+		const found = /Finding: .*?\(\)\./.exec(text)?.[0];
+		return fauxAssistantMessage(
+			found
+				? `The report left my context with the relay, but recall fetched it back from the session file:\n  ${found.trim()}\n(recall searched the entries that left the context; the handoff note told me how.)`
+				: `recall answered:\n${text.slice(0, 600)}`,
+		);
+	}
+	if (lastMsg?.role !== "user") return undefined;
+	const user = textOf(lastMsg.content);
+	if (/\bfill\b/i.test(user)) {
+		return fauxAssistantMessage(
+			"Here is the long profiling report.\nFinding: the ember_cache miss rate is 42% on shard 17, caused by an eviction bug in evictOldest().\n" + filler(90000, 1),
+		);
+	}
+	if (/\b(find|found|finding)\b/i.test(user) && /report/i.test(user)) {
+		return fauxAssistantMessage([fauxToolCall("recall", { query: "ember cache miss rate finding" })], { stopReason: "toolUse" });
+	}
+	return undefined;
 }
 
 function demoAnswer(user: string): string {
