@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pi-session/pi-session/jsonkind"
 )
 
 // ErrBadArgument is wrapped by every *ArgError.
@@ -167,25 +169,7 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 	return int64(f), true, nil
 }
 
-func kindOf(v json.RawMessage) string {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return "nothing"
-	}
-	switch v[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "the number " + short(v)
-}
+func kindOf(v json.RawMessage) string { return jsonkind.Of(v) }
 
 // ParseReadArgs validates the arguments of ctx_read.
 func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+
+	"github.com/pi-session/pi-session/jsonkind"
 )
 
 // Version is the note format version, recorded in a relay's compaction
@@ -84,7 +86,7 @@ func ParseConfig(data []byte) (Config, []string) {
 		}
 		delete(m, key)
 		if err := json.Unmarshal(raw, dst); err != nil || string(raw) == "null" {
-			warn = append(warn, fmt.Sprintf("%s%s is %s, want true or false: default %v used", prefix, key, kind(raw), *dst))
+			warn = append(warn, fmt.Sprintf("%s%s is %s, want true or false: default %v used", prefix, key, jsonkind.Of(raw), *dst))
 		}
 	}
 	intKey := func(m map[string]json.RawMessage, prefix, key string, dst *int, lo, hi int) {
@@ -108,7 +110,7 @@ func ParseConfig(data []byte) (Config, []string) {
 		delete(m, key)
 		var sub map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &sub); err != nil || sub == nil {
-			warn = append(warn, fmt.Sprintf("%s is %s, want an object: its defaults used", key, kind(raw)))
+			warn = append(warn, fmt.Sprintf("%s is %s, want an object: its defaults used", key, jsonkind.Of(raw)))
 			return nil
 		}
 		return sub
@@ -169,25 +171,6 @@ func LoadConfig(path string) (Config, []string) {
 		warn[i] = path + ": " + w
 	}
 	return c, warn
-}
-
-func kind(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "missing"
-	}
-	switch raw[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 func clipRaw(raw json.RawMessage) string {

@@ -246,15 +246,32 @@ func answerSection(answer string, budget int) string {
 	return title + headTail(strings.TrimSpace(answer), room) + "\n"
 }
 
-func subagentsSection(subs []Subagent, budget int) string {
-	if len(subs) == 0 {
-		return ""
-	}
-	const title = "## Subagents (RUNNING first)\n"
+// listSection writes a title and as many lines as fit in budget, then
+// "(N more)"; "" when not one line fits.
+func listSection(title string, lines []string, budget int) string {
 	var b strings.Builder
 	b.WriteString(title)
 	n := runes(title)
 	shown := 0
+	for _, line := range lines {
+		if n+runes(line)+16 > budget {
+			break
+		}
+		b.WriteString(line)
+		n += runes(line)
+		shown++
+	}
+	if shown == 0 {
+		return ""
+	}
+	if rest := len(lines) - shown; rest > 0 {
+		fmt.Fprintf(&b, "- (%d more)\n", rest)
+	}
+	return b.String()
+}
+
+func subagentsSection(subs []Subagent, budget int) string {
+	lines := make([]string, 0, len(subs))
 	for _, a := range subs {
 		state := a.State
 		if a.Running {
@@ -279,32 +296,13 @@ func subagentsSection(subs []Subagent, budget int) string {
 		if !a.Running && a.Result != "" {
 			line += " · result: " + cut(oneLine(a.Result), 160)
 		}
-		line += "\n"
-		if n+runes(line) > budget {
-			break
-		}
-		b.WriteString(line)
-		n += runes(line)
-		shown++
+		lines = append(lines, line+"\n")
 	}
-	if shown == 0 {
-		return ""
-	}
-	if rest := len(subs) - shown; rest > 0 {
-		fmt.Fprintf(&b, "- (%d more)\n", rest)
-	}
-	return b.String()
+	return listSection("## Subagents (RUNNING first)\n", lines, budget)
 }
 
 func filesSection(files []FileChange, budget int) string {
-	if len(files) == 0 {
-		return ""
-	}
-	const title = "## Files changed (edit/write, latest first)\n"
-	var b strings.Builder
-	b.WriteString(title)
-	n := runes(title)
-	shown := 0
+	lines := make([]string, 0, len(files))
 	for _, fc := range files {
 		var how []string
 		if fc.Write {
@@ -313,21 +311,9 @@ func filesSection(files []FileChange, budget int) string {
 		if fc.Edits > 0 {
 			how = append(how, fmt.Sprintf("%d edits", fc.Edits))
 		}
-		line := fmt.Sprintf("- %s (%s)\n", fc.Path, strings.Join(how, ", "))
-		if n+runes(line)+16 > budget {
-			break
-		}
-		b.WriteString(line)
-		n += runes(line)
-		shown++
+		lines = append(lines, fmt.Sprintf("- %s (%s)\n", fc.Path, strings.Join(how, ", ")))
 	}
-	if shown == 0 {
-		return ""
-	}
-	if rest := len(files) - shown; rest > 0 {
-		fmt.Fprintf(&b, "- (%d more)\n", rest)
-	}
-	return b.String()
+	return listSection("## Files changed (edit/write, latest first)\n", lines, budget)
 }
 
 func gitSection(logs []GitLog, budget int) string {

@@ -98,13 +98,20 @@ function fakeKit(arbiter: Arbiter) {
 	};
 }
 
-test("a session switch during trigger A's relay puts the held text back in the editor", async () => {
+// setup registers the relay with fakes and starts the session.
+async function setup(hello?: any) {
 	const f = fakePi();
 	const arbiter = new Arbiter();
 	const k = fakeKit(arbiter);
+	if (hello) k.kit.hello = () => hello;
 	registerRelay(f.pi, k.kit);
 	const c = fakeCtx();
 	await f.fire("session_start", {}, c.ctx);
+	return { f, arbiter, k, c };
+}
+
+test("a session switch during trigger A's relay puts the held text back in the editor", async () => {
+	const { f, arbiter, c } = await setup();
 	const answer = await arbiter.input({ text: "hold me", source: "rpc", images: [{ type: "image", data: "x", mimeType: "image/png" }] }, c.ctx);
 	assert.deepEqual(answer, { action: "handled" });
 	await new Promise((r) => setImmediate(r));
@@ -145,11 +152,7 @@ test("trigger A resends once after an audit entry, even when the relay fails", a
 });
 
 test("input below the threshold, commands, extension input and streaming input pass", async () => {
-	const f = fakePi();
-	const arbiter = new Arbiter();
-	registerRelay(f.pi, fakeKit(arbiter).kit);
-	const c = fakeCtx();
-	await f.fire("session_start", {}, c.ctx);
+	const { arbiter, c } = await setup();
 	assert.equal(await arbiter.input({ text: "/relay", source: "interactive" }, c.ctx), undefined);
 	assert.equal(await arbiter.input({ text: "x", source: "extension" }, c.ctx), undefined);
 	assert.equal(await arbiter.input({ text: "x", source: "rpc", streamingBehavior: "steer" }, c.ctx), undefined);
@@ -160,11 +163,7 @@ test("input below the threshold, commands, extension input and streaming input p
 });
 
 test("the relay answers only compactions with its own marker and token", async () => {
-	const f = fakePi();
-	const arbiter = new Arbiter();
-	registerRelay(f.pi, fakeKit(arbiter).kit);
-	const c = fakeCtx();
-	await f.fire("session_start", {}, c.ctx);
+	const { arbiter, c } = await setup();
 	assert.equal(await arbiter.compact({ customInstructions: "focus on tests", preparation: {} }, c.ctx), undefined);
 	assert.equal(await arbiter.compact({ preparation: {} }, c.ctx), undefined);
 	assert.deepEqual(await arbiter.compact({ customInstructions: MARKER + "stale", preparation: {} }, c.ctx), { cancel: true });
@@ -175,12 +174,7 @@ test("nothing is registered in a subagent or headless session", async () => {
 		{ role: "primary", subagent: true, headless: false },
 		{ role: "primary", subagent: false, headless: true },
 	]) {
-		const f = fakePi();
-		const arbiter = new Arbiter();
-		const k = fakeKit(arbiter);
-		k.kit.hello = () => hello;
-		registerRelay(f.pi, k.kit);
-		await f.fire("session_start", {}, fakeCtx().ctx);
+		const { f, arbiter } = await setup(hello);
 		assert.deepEqual(Object.keys(f.commands), []);
 		assert.deepEqual(Object.keys(f.tools), []);
 		assert.equal(await arbiter.input({ text: "x", source: "rpc" }, fakeCtx().ctx), undefined);
