@@ -361,3 +361,37 @@ func TestRelaySubagentRegistersNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRecallFindsOffloadedLines: recall searches the session's offloaded
+// tool results and answers with the handle and the matching line.
+func TestRecallFindsOffloadedLines(t *testing.T) {
+	e := pitest.NewEnv(t)
+	path, _ := buildLog(t, e.Work)
+	log, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(log, "step 999999 FATAL quokkaHabitat shard 17 lost its replica")
+	log.Close()
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"text": "stored"},
+		{"tool": "recall", "args": map[string]any{"query": "quokka-habitat replica"}},
+		{"text": "found"},
+	}})
+	rpc := startRelaySession(t, e, "-e", e.Extension("testdata/pi/test-tools.ts"))
+	rpc.Prompt("dump the build log")
+	rpc.Prompt("where did the replica go?")
+	reqs := e.Requests()
+	got := lastToolResult(t, reqs[len(reqs)-1])
+	handle := handleRE.FindString(lastToolResult(t, reqs[1]))
+	if handle == "" {
+		t.Fatalf("the log was not offloaded")
+	}
+	for _, want := range []string{"In offloaded tool results", handle, "FATAL quokkaHabitat shard 17 lost its replica", `ctx_read({"id":"` + handle + `"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("recall's answer lacks %q:\n%s", want, got)
+		}
+	}
+	rpc.Close()
+}

@@ -353,3 +353,18 @@ func TestNoteNumbering(t *testing.T) {
 		t.Error("a session id with a path separator was accepted")
 	}
 }
+
+func TestScanPayload(t *testing.T) {
+	data := []byte("ok line\nEMBER cache miss on shard 3\nembercache ok\nthe Ember_Cache missed again\r\nlast\n")
+	got := ScanPayload(data, ParseQuery("ember-cache miss"), 5)
+	want := []PayloadHit{{Line: 2, Text: "EMBER cache miss on shard 3"}, {Line: 4, Text: "the Ember_Cache missed again"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ScanPayload mismatch (-want +got):\n%s", d)
+	}
+	if got := ScanPayload(data, ParseQuery("ember miss"), 1); len(got) != 1 {
+		t.Errorf("ScanPayload with max 1 gave %d hits", len(got))
+	}
+	if got := ScanPayload(data, nil, 5); got != nil {
+		t.Errorf("ScanPayload without terms = %v", got)
+	}
+}
