@@ -19,7 +19,7 @@ import (
 func longSteps(n, pad int) []map[string]any {
 	var steps []map[string]any
 	for i := 0; i < n; i++ {
-		steps = append(steps, map[string]any{"text": fmt.Sprintf("answer %d", i+1), "pad": pad})
+		steps = append(steps, map[string]any{"text": fmt.Sprintf("answer %d", i+1), "filler": pad})
 	}
 	return steps
 }

@@ -1,12 +1,16 @@
 // Package jsonkind names the type of a JSON value for error messages ("got an array").
 package jsonkind
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/pi-session/pi-session/clip"
+)
 
 // Of names the type of the JSON value v: "a string", "an object", "an
 // array", "a boolean", "null", "the number 42", or
 // "nothing" for no value. Only the value's first byte is trusted; a
-// number is shown cut to 40 bytes.
+// number is echoed through clip.Echo.
 func Of(v []byte) string {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -24,8 +28,5 @@ func Of(v []byte) string {
 	case 'n':
 		return "null"
 	}
-	if len(v) > 40 {
-		return "the number " + string(v[:40]) + "..."
-	}
-	return "the number " + string(v)
+	return "the number " + clip.Echo(string(v))
 }

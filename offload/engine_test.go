@@ -483,3 +483,34 @@ func TestQueriesCreateNothing(t *testing.T) {
 		t.Errorf("the workspace has .pi after status, settings and trace: %v", err)
 	}
 }
+
+// TestStatusSkipsCutShortTelemetry: an append to the telemetry log cut short
+// (a full disk, a killed host) costs only its own line: the events around
+// it still count, and /ce status says where the fragment is.
+func TestStatusSkipsCutShortTelemetry(t *testing.T) {
+	e, _ := newTestEngine(t, "")
+	ctx := context.Background()
+	if _, err := e.ToolResult(ctx, tr("bash", text(buildLog(600)))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(e.storeDir, "context-events.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"v":1,"type":"offload","session":"s1","bytesBef`) // cut short
+	f.Close()
+	if _, err := e.ToolResult(ctx, tr("bash", text(buildLog(700)))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Status(ctx, StatusRequest{SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Figures.Offloads != 2 || st.BadEvents != 1 {
+		t.Errorf("%d offloads, %d bad lines; want both offloads counted and the one fragment skipped", st.Figures.Offloads, st.BadEvents)
+	}
+	if want := "(1 unreadable telemetry lines skipped; the first: context-events.jsonl:2: skipped"; !strings.Contains(st.Text, want) {
+		t.Errorf("status text lacks %q:\n%s", want, st.Text)
+	}
+}

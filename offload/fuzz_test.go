@@ -93,7 +93,7 @@ func FuzzReadQuery(f *testing.F) {
 		}
 		// A hang inside one read would stall the fuzzer silently: crash
 		// instead, so the input is reported.
-		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("readQuery hangs on %q, query %q", clip(text, 200), query)) })
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("readQuery hangs on %q, query %q", cutText(text, 200), query)) })
 		defer watchdog.Stop()
 		args, _ := json.Marshal(map[string]any{"id": testID, "query": query, "regex": regex, "ignoreCase": fold,
 			"contextLines": int(ctx) % 5, "maxMatches": 1 + int(maxM)%8})
@@ -182,4 +182,71 @@ func FuzzReadQuery(f *testing.F) {
 			t.Fatalf("matching lines %v, want %v", got, want)
 		}
 	})
+}
+
+// FuzzParseConfig reads arbitrary configuration files: no panic, at most
+// maxConfigWarnings+1 warnings of bounded length, each starting with the
+// file's name and a line number, and every option within its range.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `{"enabled": null}`, `{"enabled":false,"readOffloadThreshold":20000}`, "{\n\"a\": tru\n}",
+		`[1]`, `{"storeMaxBytes": 1e400}`, `{"x":1,"x":2}`, "\ufeff{}", `{"offloadPreviewBytes": -0}`, `{"a":{"b":[1,{"c":null}]}} x`} {
+		f.Add([]byte(s))
+	}
+	const name = "ws/.pi/context-engineer.json"
+	pos := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:[1-9][0-9]*(:[1-9][0-9]*)?: `)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, warnings := ParseConfig(name, data)
+		if len(warnings) > maxConfigWarnings+1 {
+			t.Fatalf("%d warnings, want at most %d", len(warnings), maxConfigWarnings+1)
+		}
+		for _, w := range warnings {
+			if !pos.MatchString(w) {
+				t.Fatalf("warning %q does not start with %s:<line>:", w, name)
+			}
+			if len(w) > 2048 {
+				t.Fatalf("warning of %d bytes: %.300q", len(w), w)
+			}
+		}
+		got, _ := json.Marshal(c)
+		var m map[string]any
+		json.Unmarshal(got, &m)
+		for _, o := range ConfigOptions {
+			if o.Kind != "int" {
+				continue
+			}
+			if v := int64(m[o.Name].(float64)); v < o.Min || v > o.Max {
+				t.Fatalf("%s = %d, outside %d-%d", o.Name, v, o.Min, o.Max)
+			}
+		}
+	})
+}
+
+// FuzzBlocksPreview: the preview of text blocks built from the blocks in
+// memory is the one built from their stored envelope.
+func FuzzBlocksPreview(f *testing.F) {
+	f.Add("first block\nwith lines\n", "second \xff\xfe block\t\"quoted\"\n", 300)
+	f.Add("", "x", 2048)
+	f.Add(strings.Repeat("héllo wörld\n", 500), strings.Repeat("\x00\x1f", 300), 512)
+	f.Fuzz(func(t *testing.T, a, b string, budget int) {
+		budget = 256 + abs(budget)%4096
+		req := ToolResultRequest{Content: []ContentBlock{{Type: "text", Text: a}, {Type: "image"}, {Type: "text", Raw: []byte(b)}}}
+		var env bytes.Buffer
+		if err := writeEnvelope(&env, req, []int{0, 2}); err != nil {
+			t.Fatal(err)
+		}
+		want, ok := blocksPreview(env.Bytes(), budget)
+		if !ok {
+			t.Fatalf("no blocks in %q", env.Bytes())
+		}
+		if got := blocksPreviewOf(req, []int{0, 2}, budget); got != want {
+			t.Fatalf("from memory:\n%+v\nfrom the envelope:\n%+v", got, want)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

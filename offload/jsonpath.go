@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // JSONPath (RFC 9535): names, indices, slices, wildcards, unions,
@@ -103,7 +105,7 @@ type jpParser struct {
 }
 
 func (p *jpParser) errf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s at character %d of %q", ErrBadJSONPath, fmt.Sprintf(format, a...), p.pos+1, clip(p.src, 120))
+	return fmt.Errorf("%w: %s at character %d of %q", ErrBadJSONPath, fmt.Sprintf(format, a...), p.pos+1, clip.Echo(p.src))
 }
 
 // parseJSONPath parses an RFC 9535 query.
@@ -114,7 +116,7 @@ func parseJSONPath(src string) (*jpQuery, error) {
 		if strings.HasPrefix(src, "[") {
 			hint = "$" + src
 		}
-		return nil, fmt.Errorf("%w: a JSONPath starts at the root $, as in %q", ErrBadJSONPath, clip(hint, 80))
+		return nil, fmt.Errorf("%w: a JSONPath starts at the root $, as in %q", ErrBadJSONPath, clip.Echo(hint))
 	}
 	q, err := p.query()
 	if err != nil {

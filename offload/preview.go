@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,13 +138,13 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	for i, p := range o.Parts {
 		own := o.ownEnd(i)
 		heading := data[p.Start:lineEnd(data, int(p.Start))]
-		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", clip(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
+		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", cutText(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
 		pos, shown, used := int(p.Body), 0, 0
 		for pos < int(own) && shown < 3 {
 			le := min(lineEnd(data, pos), int(own))
 			line := trimCR(data[pos:le])
 			if len(bytes.TrimSpace(line)) > 0 {
-				l := "  " + clip(string(line), 160) + "\n"
+				l := "  " + cutText(string(line), 160) + "\n"
 				if used+len(l) > per {
 					break
 				}
@@ -212,9 +213,9 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	line := func(p Part) string {
 		indent := strings.Repeat("  ", max(p.Level-1, 0))
 		if o.Kind == "grep" {
-			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Lines, p.Start, p.End)
+			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Lines, p.Start, p.End)
 		}
-		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Start, p.End)
+		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Start, p.End)
 	}
 	var lines []string
 	size := b.Len()
@@ -312,7 +313,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 		var keys []string
 		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
 			ks, _ := unquote(k)
-			keys = append(keys, clip(ks, 30))
+			keys = append(keys, cutText(ks, 30))
 			return len(keys) < 6
 		})
 		of += " {" + strings.Join(keys, ", ") + "}"
@@ -336,7 +337,7 @@ func shortScalar(d []byte, s, e int) string {
 			n++
 			if len(keys) < 6 {
 				ks, _ := unquote(k)
-				keys = append(keys, clip(ks, 30))
+				keys = append(keys, cutText(ks, 30))
 			}
 			return true
 		})
@@ -346,7 +347,7 @@ func shortScalar(d []byte, s, e int) string {
 		}
 		return fmt.Sprintf("object {%s%s} (%d bytes)", strings.Join(keys, ", "), more, e-s)
 	}
-	return clip(string(d[s:e]), 60)
+	return cutText(string(d[s:e]), 60)
 }
 
 func kindList(kinds map[string]int) string {
@@ -453,7 +454,7 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 			} else {
 				v = shortScalar(d, m.vs, m.ve)
 			}
-			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(m.key, 60)), v)
+			l := fmt.Sprintf("  %s: %s", strconv.Quote(cutText(m.key, 60)), v)
 			if m.ve-m.vs > 200 {
 				l += fmt.Sprintf(" [bytes %d-%d]", m.vs, m.ve)
 			}
@@ -483,7 +484,7 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
 					eachMember(d, fs, func(k []byte, vs, ve int) bool {
 						key, _ := unquote(k)
-						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve)))
+						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(cutText(key, 60)), shortValue(d, vs, ve)))
 					})
 				} else {
 					writeLine(fmt.Sprintf("%s = %s\n", p, shortValue(d, fs, fe)))
@@ -495,6 +496,16 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 		specific = `"jsonPath":"$"`
 	}
 	return preview{shape: "json", text: b.String(), stopAt: int64(largest.s), specific: specific}, true
+}
+
+// blockView is one text block as a preview shows it: its position in the
+// envelope, its index in the result, the start of its text (decoded) and
+// its decoded size.
+type blockView struct {
+	pos  int
+	idx  int64
+	head []byte
+	size int64
 }
 
 // blocksPreview lists the blocks of a {"textBlocks":[...]} envelope.
@@ -511,34 +522,83 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 	if !found {
 		return preview{}, false
 	}
-	var b strings.Builder
 	n := 0
 	eachElement(d, arr[0], func(int, int, int) bool { n++; return true })
-	fmt.Fprintf(&b, "%d text blocks, each with its first lines:\n", n)
 	per := max(budget/max(n, 1)-80, 120)
-	first, second, shown0, blocks := -1, -1, 0, 0
-	eachElement(d, arr[0], func(i, vs, ve int) bool {
-		var idx int64 = -1
-		var text [2]int
-		eachMember(d, vs, func(k []byte, s, e int) bool {
-			switch {
-			case keyEquals(k, "index"):
-				idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
-			case keyEquals(k, "text") && d[s] == '"':
-				text = [2]int{s, e}
+	return renderBlocks(n, per, budget, func(yield func(blockView) bool) {
+		eachElement(d, arr[0], func(i, vs, ve int) bool {
+			var idx int64 = -1
+			var text [2]int
+			eachMember(d, vs, func(k []byte, s, e int) bool {
+				switch {
+				case keyEquals(k, "index"):
+					idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
+				case keyEquals(k, "text") && d[s] == '"':
+					text = [2]int{s, e}
+				}
+				return true
+			})
+			if text[1] == 0 {
+				return true
 			}
-			return true
+			raw := d[text[0]:text[1]]
+			head, _ := appendUnquoted(nil, raw, 0, int64(per))
+			return yield(blockView{pos: i, idx: idx, head: head, size: decodedLen(raw)})
 		})
-		if text[1] == 0 {
-			return true
+	}), true
+}
+
+// blocksPreviewOf is blocksPreview of the envelope writeEnvelope makes of
+// texts, built from the texts themselves: the stored envelope need not be
+// read back (mapped and scanned, a 100 MB result would be resident twice).
+func blocksPreviewOf(req ToolResultRequest, texts []int, budget int) preview {
+	per := max(budget/max(len(texts), 1)-80, 120)
+	return renderBlocks(len(texts), per, budget, func(yield func(blockView) bool) {
+		for pos, i := range texts {
+			head, size := decodedHead(req.Content[i].bytes(), per)
+			if !yield(blockView{pos: pos, idx: int64(i), head: head, size: size}) {
+				return
+			}
 		}
+	})
+}
+
+// decodedHead is what writeJSONString then appendUnquoted make of text:
+// the first up to n bytes, each invalid UTF-8 byte as U+FFFD, and the
+// length of the whole.
+func decodedHead(text []byte, n int) ([]byte, int64) {
+	size := int64(len(text))
+	var head []byte
+	for i := 0; i < len(text); {
+		r, w := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && w == 1 {
+			size += 2
+			if len(head)+3 <= n {
+				head = append(head, "\uFFFD"...)
+			} else if len(head) < n {
+				head = append(head, "\uFFFD"[:n-len(head)]...)
+			}
+		} else if len(head) < n {
+			head = append(head, text[i:min(i+w, i+n-len(head))]...)
+		}
+		i += w
+	}
+	return head, size
+}
+
+// renderBlocks is the preview of text blocks: n blocks in all, per bytes of
+// each at most, within about budget bytes (views is read no further).
+func renderBlocks(n, per, budget int, views iter.Seq[blockView]) preview {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d text blocks, each with its first lines:\n", n)
+	first, second, shown0, blocks := -1, -1, 0, 0
+	for v := range views {
 		if first < 0 {
-			first = i
+			first = v.pos
 		}
-		raw := d[text[0]:text[1]]
-		head, _ := appendUnquoted(nil, raw, 0, int64(per))
+		head := v.head
 		n := len(head)
-		if int64(n) < decodedLen(raw) {
+		if int64(n) < v.size {
 			n = cutHead(head, n-1)
 			if n == 0 {
 				n = len(head)
@@ -547,10 +607,10 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		if blocks == 0 {
 			shown0 = n
 		} else if blocks == 1 {
-			second = i
+			second = v.pos
 		}
 		blocks++
-		fmt.Fprintf(&b, "$.textBlocks[%d] (block %d of the result, %d bytes of text):\n", i, idx, decodedLen(raw))
+		fmt.Fprintf(&b, "$.textBlocks[%d] (block %d of the result, %d bytes of text):\n", v.pos, v.idx, v.size)
 		for _, l := range bytes.SplitAfter(head[:n], nl) {
 			if len(l) > 0 {
 				b.WriteString("  ")
@@ -560,8 +620,10 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		if n > 0 && head[n-1] != '\n' {
 			b.WriteByte('\n')
 		}
-		return b.Len() < budget
-	})
+		if b.Len() >= budget {
+			break
+		}
+	}
 	if first < 0 {
 		first = 0
 	}
@@ -569,5 +631,5 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 	if second >= 0 {
 		pv.extra = fmt.Sprintf(`"jsonPath":"$.textBlocks[%d].text"`, second)
 	}
-	return pv, true
+	return pv
 }

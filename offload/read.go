@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // ReadResult is what ctx_read returns: the text the caller sees and the
@@ -245,6 +247,13 @@ func readQuery(id string, data []byte, a ReadArgs, budget int, inProgram bool) (
 			return ReadResult{}, err
 		}
 	}
+	if !inProgram {
+		// The header repeats the query (cut by clip.Echo) and may end with
+		// a call to continue: what it takes past the reserve comes off the
+		// page, so the answer stays under its cap.
+		over := len(describeQuery(a)) + min(len(fullNextCall(id, a, "")), maxNextCall) - 200
+		budget = max(budget-max(over, 0), 256)
+	}
 	pg := page(data, m, a.ContextLines, a.MaxMatches, budget, cur)
 	if cur.Total < 0 {
 		cur.Total = pg.seen + countMatches(m, data, pg.countFrom)
@@ -300,7 +309,19 @@ func readQuery(id string, data []byte, a ReadArgs, budget int, inProgram bool) (
 	return res, nil
 }
 
+// maxNextCall is the longest "[more: ...]" call a query page ends with; a
+// call repeating a longer query says to repeat it instead.
+const maxNextCall = 1000
+
+// nextCall is the ctx_read call of the next page of a query.
 func nextCall(id string, a ReadArgs, cursor string) string {
+	if c := fullNextCall(id, a, cursor); len(c) <= maxNextCall {
+		return c
+	}
+	return fmt.Sprintf(`{"id":%q, the same query, regex, ignoreCase and contextLines, "cursor":%q}`, id, cursor)
+}
+
+func fullNextCall(id string, a ReadArgs, cursor string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"id":%q,"query":`, id)
 	if a.QueryArray {
@@ -325,7 +346,7 @@ func nextCall(id string, a ReadArgs, cursor string) string {
 
 func describeQuery(a ReadArgs) string {
 	if !a.QueryArray {
-		return strconv.Quote(clip(a.Query[0], 80))
+		return strconv.Quote(clip.Echo(a.Query[0]))
 	}
 	parts := make([]string, 0, len(a.Query))
 	for i, t := range a.Query {
@@ -333,7 +354,7 @@ func describeQuery(a ReadArgs) string {
 			parts = append(parts, fmt.Sprintf("... %d more", len(a.Query)-4))
 			break
 		}
-		parts = append(parts, strconv.Quote(clip(t, 40)))
+		parts = append(parts, strconv.Quote(clip.Echo(t)))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -568,7 +589,7 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 	if !a.Regex {
 		for _, t := range a.Query {
 			if looksLikeRegex(t) {
-				hints = append(hints, fmt.Sprintf("%s looks like a regex but was matched as literal text: add \"regex\": true.", strconv.Quote(clip(t, 60))))
+				hints = append(hints, fmt.Sprintf("%s looks like a regex but was matched as literal text: add \"regex\": true.", strconv.Quote(clip.Echo(t))))
 				break
 			}
 		}
@@ -581,7 +602,7 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 			for _, w := range words {
 				m, _ := queryMatcher([]string{w}, false, a.IgnoreCase)
 				n := countMatches(m, data, 0)
-				counts = append(counts, fmt.Sprintf("%q %d", w, n))
+				counts = append(counts, fmt.Sprintf("%q %d", clip.Echo(w), n))
 				if n > 0 {
 					found = append(found, w)
 				}
@@ -590,9 +611,9 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 			q, _ := json.Marshal(found)
 			switch {
 			case len(found) == 1:
-				h += fmt.Sprintf(" The query %s alone finds them.", q)
+				h += fmt.Sprintf(" The query %s alone finds them.", clip.Echo(string(q)))
 			case len(found) > 1:
-				h += fmt.Sprintf(" The array query %s finds lines with any of them.", q)
+				h += fmt.Sprintf(" The array query %s finds lines with any of them.", clip.Echo(string(q)))
 			}
 			hints = append(hints, h)
 		}
@@ -626,7 +647,7 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 	}
 	sec := data[p.Start:p.End]
 	if a.Offset >= int64(len(sec)) && len(sec) > 0 {
-		return ReadResult{}, offsetPastEnd("offset", a.Offset, int64(len(sec)), fmt.Sprintf("section %q", p.Name))
+		return ReadResult{}, offsetPastEnd("offset", a.Offset, int64(len(sec)), fmt.Sprintf("section %q", cutText(p.Name, 80)))
 	}
 	res, err := readRange(id, sec, a, budget, true)
 	if err != nil {
@@ -639,7 +660,7 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 		return res, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s section %q: bytes %d-%d of the section's %d (payload bytes %d-%d)", id, clip(p.Name, 80), m.Offset, m.Offset+m.Length, m.SectionBytes, p.Start, p.End)
+	fmt.Fprintf(&b, "[%s section %q: bytes %d-%d of the section's %d (payload bytes %d-%d)", id, cutText(p.Name, 80), m.Offset, m.Offset+m.Length, m.SectionBytes, p.Start, p.End)
 	if m.NextOffset != nil {
 		fmt.Fprintf(&b, "; nextOffset %d with the same section]\n", *m.NextOffset)
 	} else {
@@ -670,7 +691,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	if len(nodes) == 0 {
 		meta.NextOffset = nil
 		res.Details.Result = meta
-		res.Text = fmt.Sprintf("No value of %s matches %s. Check the keys in the notice's preview; names are case-sensitive and indices start at 0.", id, a.JSONPath)
+		res.Text = fmt.Sprintf("No value of %s matches %s. Check the keys in the notice's preview; names are case-sensitive and indices start at 0.", id, clip.Echo(a.JSONPath))
 		return res, nil
 	}
 	// The rendering is a virtual concatenation of segments.
@@ -733,9 +754,9 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var b strings.Builder
 	if len(nodes) == 1 {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip(a.JSONPath, 100), meta.ValueType, total, nodes[0].s, nodes[0].e)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].s, nodes[0].e)
 	} else {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip(a.JSONPath, 100), len(nodes), total)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip.Echo(a.JSONPath), len(nodes), total)
 	}
 	if meta.NextOffset != nil || a.Offset > 0 {
 		fmt.Fprintf(&b, "; showing bytes %d-%d", a.Offset, a.Offset+int64(len(out)))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // SummarizeArgs are the arguments of ctx_summarize: a stored payload (ID)
@@ -45,14 +47,14 @@ func ParseSummarizeArgs(raw json.RawMessage) (SummarizeArgs, error) {
 		return a, argErr("id", "give either id (a handle) or text (inline text) to summarize, not both or neither")
 	}
 	if hasID && !ValidHandle(strings.TrimSpace(a.ID)) {
-		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits", clip(a.ID, 60))
+		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits", clip.Echo(a.ID))
 	}
 	a.ID = strings.TrimSpace(a.ID)
 	if mode, ok, err := getString(m, "mode", false); err != nil {
 		return a, err
 	} else if ok {
 		if mode != "structural" && mode != "code" {
-			return a, argErr("mode", "must be \"structural\" or \"code\", got %q", clip(mode, 40))
+			return a, argErr("mode", "must be \"structural\" or \"code\", got %q", clip.Echo(mode))
 		}
 		a.Mode = mode
 	}
@@ -133,7 +135,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		}
 		eachMember(d, s, func(k []byte, vs, ve int) bool {
 			key, _ := unquote(k)
-			w.value(indent+1, clip(key, 60), vs, ve, depth+1)
+			w.value(indent+1, cutText(key, 60), vs, ve, depth+1)
 			return !w.full
 		})
 	case '[':
@@ -181,7 +183,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 			}
 			for _, k := range order {
 				f := fields[k]
-				label := clip(k, 60)
+				label := cutText(k, 60)
 				if f.count < len(sample) {
 					label += fmt.Sprintf(" (in %d of the first %d)", f.count, len(sample))
 				}
@@ -195,9 +197,9 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		w.value(indent+1, "[0]", sample[0][0], sample[0][1], depth+1)
 	case '"':
 		str, _ := unquote(d[s:e])
-		w.line(indent, "%s: string %s", name, strconv.Quote(clip(str, 40)))
+		w.line(indent, "%s: string %s", name, strconv.Quote(cutText(str, 40)))
 	default:
-		w.line(indent, "%s: %s %s", name, jsonKind(d, s), clip(string(d[s:e]), 30))
+		w.line(indent, "%s: %s %s", name, jsonKind(d, s), cutText(string(d[s:e]), 30))
 	}
 }
 
@@ -292,7 +294,7 @@ func codeSummary(b *strings.Builder, d []byte, maxBytes int) {
 			show = codeLine(line, 4)
 		}
 		if show {
-			l := fmt.Sprintf("%d: %s\n", n, clip(string(bytes.TrimRight(line, " \t")), 160))
+			l := fmt.Sprintf("%d: %s\n", n, cutText(string(bytes.TrimRight(line, " \t")), 160))
 			if b.Len()+len(l) > maxBytes-40 {
 				more++
 			} else {

@@ -277,19 +277,24 @@ func TestDamagedDiagnostics(t *testing.T) {
 	f := openFixture(t, "damaged")
 	var b strings.Builder
 	for _, d := range f.Diagnostics {
-		fmt.Fprintf(&b, "%d\t%d\t%v\n", d.Line, d.Offset, d.Err)
+		fmt.Fprintf(&b, "%d\t%d\t%s\t%v\n", d.Line, d.Offset, d.Field, d)
 	}
-	golden := filepath.Join("testdata", "damaged.diagnostics.golden")
+	checkGolden(t, filepath.Join("testdata", "damaged.diagnostics.golden"), b.String())
+}
+
+// checkGolden compares got with the golden file at path (-update rewrites it).
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("diagnostics mismatch (-golden +got):\n%s", diff)
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-golden +got):\n%s", path, diff)
 	}
 }

@@ -165,14 +165,22 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 // returns the index just after it. Nesting is handled with an explicit stack,
 // so deep input cannot exhaust the goroutine stack.
 func skipValue(b []byte, i int) (int, error) {
+	end, _, err := skipValueDepth(b, i)
+	return end, err
+}
+
+// skipValueDepth is skipValue that also returns how deep the value nests:
+// 0 for a scalar or an empty container, 1 for a container of scalars, ...
+func skipValueDepth(b []byte, i int) (int, int, error) {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
+	depth := 0
 	var err error
 	for {
 		// A value is expected at b[i].
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return i, errAt(i, "unexpected end of line")
+			return i, depth, errAt(i, "unexpected end of line")
 		}
 		switch c := b[i]; c {
 		case '{':
@@ -182,8 +190,9 @@ func skipValue(b []byte, i int) (int, error) {
 				break
 			}
 			stack = append(stack, '{')
+			depth = max(depth, len(stack))
 			if i, err = skipKey(b, i); err != nil {
-				return i, err
+				return i, depth, err
 			}
 			continue
 		case '[':
@@ -193,6 +202,7 @@ func skipValue(b []byte, i int) (int, error) {
 				break
 			}
 			stack = append(stack, '[')
+			depth = max(depth, len(stack))
 			continue
 		case '"':
 			i, err = skipString(b, i)
@@ -210,23 +220,23 @@ func skipValue(b []byte, i int) (int, error) {
 			}
 		}
 		if err != nil {
-			return i, err
+			return i, depth, err
 		}
 		// A value ended: close containers until one continues with a comma.
 		for {
 			if len(stack) == 0 {
-				return i, nil
+				return i, depth, nil
 			}
 			i = skipSpace(b, i)
 			if i >= len(b) {
-				return i, errAt(i, "unexpected end of line")
+				return i, depth, errAt(i, "unexpected end of line")
 			}
 			top := stack[len(stack)-1]
 			if b[i] == ',' {
 				i++
 				if top == '{' {
 					if i, err = skipKey(b, skipSpace(b, i)); err != nil {
-						return i, err
+						return i, depth, err
 					}
 				}
 				break
@@ -237,9 +247,9 @@ func skipValue(b []byte, i int) (int, error) {
 				continue
 			}
 			if top == '{' {
-				return i, errAt(i, "want ',' or '}' after object value, got %q", b[i])
+				return i, depth, errAt(i, "want ',' or '}' after object value, got %q", b[i])
 			}
-			return i, errAt(i, "want ',' or ']' after array element, got %q", b[i])
+			return i, depth, errAt(i, "want ',' or ']' after array element, got %q", b[i])
 		}
 	}
 }

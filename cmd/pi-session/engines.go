@@ -12,14 +12,14 @@ type engineSet struct {
 	inv        *invocation
 	relauncher *supervisor.Relauncher // nil under `pi-session serve`: no relaunch there
 	offload    *offloadEngines
+	budget     *budgetEngine
 	relay      *relayHost
 }
 
 // newEngineSet opens the engines for one host. relauncher is the
 // wrapper's, or nil for serve.
 func newEngineSet(inv *invocation, relauncher *supervisor.Relauncher) *engineSet {
-	o := newOffloadEngines()
-	return &engineSet{inv: inv, relauncher: relauncher, offload: o, relay: newRelayHost(inv, o)}
+	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher), relay: newRelayHost(inv)}
 }
 
 // list is the engines to register, in order.
@@ -28,11 +28,13 @@ func (s *engineSet) list() []hooks.Engine {
 	if s.relauncher != nil {
 		es = append(es, s.relauncher.Engine())
 	}
-	return append(es, s.offload.engine(), s.relay.engine())
+	es = append(es, recapEngine())
+	return append(es, s.offload.engine(), s.budget.engine(), s.relay.engine())
 }
 
 // close releases what the engines hold open.
 func (s *engineSet) close() {
 	s.offload.close()
+	s.budget.close()
 	s.relay.close()
 }

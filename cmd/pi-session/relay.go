@@ -34,11 +34,11 @@ type relayConfig struct {
 	Path     string       `json:"path"`
 }
 
-func newRelayHost(inv *invocation, o *offloadEngines) *relayHost {
+func newRelayHost(inv *invocation) *relayHost {
 	agentDir := paths.AgentDir(inv.env.Get)
 	return &relayHost{
 		agentDir: agentDir,
-		eng:      relay.New(relay.Options{AgentDir: agentDir, Payloads: offloadPayloads(o)}),
+		eng:      relay.New(relay.Options{AgentDir: agentDir, Payloads: offloadPayloads()}),
 		cfgs:     map[string]relayConfig{},
 	}
 }
@@ -147,7 +147,7 @@ func (h *relayHost) log(ctx context.Context, r *hooks.Request) (any, error) {
 // offloadPayloads reads the offload store of a workspace for recall: the
 // payloads stored by one session. A workspace without a store has none;
 // nothing is created.
-func offloadPayloads(o *offloadEngines) relay.Payloads {
+func offloadPayloads() relay.Payloads {
 	return func(ctx context.Context, cwd, sessionID string, fn func(handle, source string, size int64, data []byte) error) error {
 		if cwd == "" || sessionID == "" || !filepath.IsAbs(cwd) {
 			return nil
@@ -156,13 +156,13 @@ func offloadPayloads(o *offloadEngines) relay.Payloads {
 		if _, err := os.Stat(filepath.Join(dir, "index.jsonl")); err != nil {
 			return nil
 		}
-		ttl := time.Duration(0)
-		if o != nil {
-			if we, err := o.get(&hooks.Peer{Hello: hooks.Hello{Cwd: cwd}}); err == nil {
-				c, _ := we.Config()
-				ttl = c.TTL()
-			}
+		// The store's own retention: payloads older than storeTtlMs are
+		// gone for ctx_read, so recall does not offer them either.
+		cfg := offload.DefaultConfig()
+		if data, err := os.ReadFile(offload.ConfigPath(cwd)); err == nil {
+			cfg, _ = offload.ParseConfig(offload.ConfigPath(cwd), data)
 		}
+		ttl := cfg.TTL()
 		s, err := offload.OpenStore(dir, time.Now)
 		if err != nil {
 			return err
@@ -321,7 +321,7 @@ func cmdEngineRecall(ctx context.Context, inv *invocation) int {
 	if f.Header != nil {
 		sessionID, cwd = f.Header.ID, f.Header.Cwd
 	}
-	eng := relay.New(relay.Options{AgentDir: paths.AgentDir(inv.env.Get), Payloads: offloadPayloads(nil)})
+	eng := relay.New(relay.Options{AgentDir: paths.AgentDir(inv.env.Get), Payloads: offloadPayloads()})
 	text, err := eng.Recall(ctx, read, relay.RecallRequest{SessionID: sessionID, SessionFile: path, Cwd: cwd, Args: raw})
 	if err != nil {
 		return inv.errorf(1, "engine recall: %v", err)
