@@ -200,7 +200,7 @@ func openOnce(inv *invocation, path string) (*session.File, relay.Reader, error)
 		return nil, nil, err
 	}
 	for _, d := range f.Diagnostics {
-		fmt.Fprintf(inv.stderr, "pi-session: %s: %v\n", path, d.Err)
+		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
 	}
 	read := func(p string, fn func(*session.File) error) error {
 		if p == path {
