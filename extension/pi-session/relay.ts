@@ -187,17 +187,18 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		pending = p;
 		const tokensBefore = ctx.getContextUsage()?.tokens ?? undefined;
 		return new Promise<Outcome>((resolve) => {
-			const done = (o: Outcome) => {
+			// The relay is logged before anyone hears how it went.
+			const done = async (o: Outcome) => {
 				if (pending === p) pending = undefined;
 				kit.arbiter.end("relay");
-				void kit.ask("relay.log", {
+				await kit.ask("relay.log", {
 					trigger,
 					tokensBefore: p.tokensBefore ?? tokensBefore ?? 0,
 					noteChars: o.ok ? (p.noteChars ?? 0) : 0,
 					keptFrom: o.ok ? (p.keptFrom ?? "") : "",
 					ok: o.ok,
 					error: o.error,
-				});
+				}, { timeoutMs: 2000 });
 				resolve(o);
 			};
 			try {
@@ -205,16 +206,16 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 					customInstructions: MARKER + p.token,
 					onComplete: (r: any) => {
 						lastRelayTokens = r?.estimatedTokensAfter;
-						done({ ok: true, tokensBefore: r?.tokensBefore, tokensAfter: r?.estimatedTokensAfter, noteChars: p.noteChars, keptFrom: p.keptFrom, notePath: p.notePath });
+						void done({ ok: true, tokensBefore: r?.tokensBefore, tokensAfter: r?.estimatedTokensAfter, noteChars: p.noteChars, keptFrom: p.keptFrom, notePath: p.notePath });
 					},
 					onError: (e: Error) => {
 						if (!committed(ctx, p.notePath)) discard(p);
-						done({ ok: false, error: (p as any).error ?? e?.message ?? String(e) });
+						void done({ ok: false, error: (p as any).error ?? e?.message ?? String(e) });
 					},
 				});
 			} catch (e) {
 				discard(p);
-				done({ ok: false, error: (e as Error).message });
+				void done({ ok: false, error: (e as Error).message });
 			}
 		});
 	};
