@@ -2,17 +2,14 @@ package relay
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/golden"
 	"github.com/pi-session/pi-session/session"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // openReader reads a file with session.Open.
 func openReader(path string, fn func(*session.File) error) error {
@@ -49,24 +46,6 @@ var goldens = []struct {
 	{"long-tiny", "long", func(l *Limits) { l.Total = 500 }},
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./relay -run Golden -update)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, d)
-	}
-}
-
 func composeFixture(t *testing.T, fixture string, cfg Config) Prepared {
 	t.Helper()
 	p, err := Compose(context.Background(), openReader, fakeGit, filepath.Join("testdata", fixture+".jsonl"), "", "", 0, cfg, 2, "/agent/context-relay/"+fixture+"/2.md")
@@ -83,7 +62,7 @@ func TestGoldenNotes(t *testing.T) {
 			g.limits(&cfg.Limits)
 		}
 		p := composeFixture(t, g.fixture, cfg)
-		golden(t, g.name, p.Text)
+		golden.Check(t, filepath.Join("testdata", g.name+".golden"), p.Text)
 		if n := runes(p.Text); n > cfg.Limits.Total && g.name != "long-tiny" {
 			t.Errorf("%s: the note has %d characters, over limits.total %d", g.name, n, cfg.Limits.Total)
 		}
