@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
-	"github.com/pi-session/pi-session/jsonkind"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // ErrBadArgument is wrapped by every *ArgError.
@@ -170,7 +170,14 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 	return int64(f), true, nil
 }
 
-func kindOf(v json.RawMessage) string { return jsonkind.Of(v) }
+// kindOf names what a mistyped argument holds: its JSON kind, or a number
+// as written.
+func kindOf(v json.RawMessage) string {
+	if k := jsonpos.Kind(v); k != "a number" {
+		return k
+	}
+	return "the number " + clip.Echo(string(bytes.TrimSpace(v)))
+}
 
 // ParseReadArgs validates the arguments of ctx_read.
 func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {

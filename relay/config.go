@@ -8,7 +8,7 @@ import (
 	"os"
 	"sort"
 
-	"github.com/pi-session/pi-session/jsonkind"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // Version is the note format version, recorded in a relay's compaction
@@ -86,7 +86,7 @@ func ParseConfig(data []byte) (Config, []string) {
 		}
 		delete(m, key)
 		if err := json.Unmarshal(raw, dst); err != nil || string(raw) == "null" {
-			warn = append(warn, fmt.Sprintf("%s%s is %s, want true or false: default %v used", prefix, key, jsonkind.Of(raw), *dst))
+			warn = append(warn, fmt.Sprintf("%s%s is %s, want true or false: default %v used", prefix, key, jsonpos.Kind(raw), *dst))
 		}
 	}
 	intKey := func(m map[string]json.RawMessage, prefix, key string, dst *int, lo, hi int) {
@@ -110,7 +110,7 @@ func ParseConfig(data []byte) (Config, []string) {
 		delete(m, key)
 		var sub map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &sub); err != nil || sub == nil {
-			warn = append(warn, fmt.Sprintf("%s is %s, want an object: its defaults used", key, jsonkind.Of(raw)))
+			warn = append(warn, fmt.Sprintf("%s is %s, want an object: its defaults used", key, jsonpos.Kind(raw)))
 			return nil
 		}
 		return sub
