@@ -59,27 +59,46 @@ func At(data []byte, off int64) Pos {
 	return Pos{Line: line, Column: utf8.RuneCount(before[start:]) + 1}
 }
 
-// Kind names the type of the JSON value raw begins with, for messages:
-// "a string", "a number", "an object", "an array", "a boolean", "null",
-// or "nothing".
-func Kind(raw []byte) string {
+// Type names the type of the JSON value raw begins with (after white
+// space): "string", "number", "object", "array", "boolean", "null", or
+// "nothing" when there is no value.
+func Type(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return "nothing"
 	}
 	switch raw[0] {
 	case '"':
-		return "a string"
+		return "string"
 	case '{':
-		return "an object"
+		return "object"
 	case '[':
-		return "an array"
+		return "array"
 	case 't', 'f':
-		return "a boolean"
+		return "boolean"
 	case 'n':
 		return "null"
 	}
-	return "a number"
+	return "number"
+}
+
+// Kind is Type with an article, for messages: "a string", "a number", "an
+// object", "an array", "a boolean", "null", or "nothing".
+func Kind(raw []byte) string {
+	switch t := Type(raw); t {
+	case "object":
+		return "an object"
+	case "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "boolean":
+		return "a boolean"
+	default:
+		return t
+	}
 }
 
 // SyntaxError explains why data is not one JSON value: where (the position
@@ -113,12 +132,14 @@ func end(data []byte) Pos {
 	return At(data, int64(len(bytes.TrimRight(data, " \t\r\n"))))
 }
 
-// Member is one member of a JSON object: its key, its raw value, and the
-// offset of the value's first byte in the object's text.
+// Member is one member of a JSON object: its key, its raw value, the
+// offset of the value's first byte in the object's text, and the offset of
+// the key's opening quote.
 type Member struct {
-	Key    string
-	Value  json.RawMessage
-	Offset int64
+	Key       string
+	Value     json.RawMessage
+	Offset    int64
+	KeyOffset int64
 }
 
 // Members returns the members of the JSON object data in file order,
@@ -131,6 +152,10 @@ func Members(data []byte) (members []Member, ok bool) {
 		return nil, false
 	}
 	for dec.More() {
+		// The key starts after the white space and comma that follow the
+		// '{' or the previous value.
+		keyAt := dec.InputOffset()
+		keyAt += int64(len(data[keyAt:]) - len(bytes.TrimLeft(data[keyAt:], " \t\r\n,")))
 		t, err := dec.Token()
 		if err != nil {
 			return nil, false
@@ -143,7 +168,7 @@ func Members(data []byte) (members []Member, ok bool) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, false
 		}
-		members = append(members, Member{Key: key, Value: raw, Offset: dec.InputOffset() - int64(len(raw))})
+		members = append(members, Member{Key: key, Value: raw, Offset: dec.InputOffset() - int64(len(raw)), KeyOffset: keyAt})
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, false

@@ -2,6 +2,7 @@ package jsonpos
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,9 +50,9 @@ func TestMembers(t *testing.T) {
 	data := []byte("{\"a\": 1,\n \"b\" :{\"x\":[1]}, \"a\":\"two\"}")
 	got, ok := Members(data)
 	want := []Member{
-		{Key: "a", Value: json.RawMessage("1"), Offset: 6},
-		{Key: "b", Value: json.RawMessage(`{"x":[1]}`), Offset: 15},
-		{Key: "a", Value: json.RawMessage(`"two"`), Offset: 30},
+		{Key: "a", Value: json.RawMessage("1"), Offset: 6, KeyOffset: 1},
+		{Key: "b", Value: json.RawMessage(`{"x":[1]}`), Offset: 15, KeyOffset: 10},
+		{Key: "a", Value: json.RawMessage(`"two"`), Offset: 30, KeyOffset: 26},
 	}
 	if !ok {
 		t.Fatal("Members: not an object")
@@ -73,9 +74,12 @@ func TestMembers(t *testing.T) {
 
 func TestKind(t *testing.T) {
 	for in, want := range map[string]string{`"x"`: "a string", ` 12`: "a number", `-1`: "a number", `{}`: "an object", `[`: "an array",
-		`true`: "a boolean", `false`: "a boolean", `null`: "null", ``: "nothing"} {
+		`true`: "a boolean", `false`: "a boolean", `null`: "null", ``: "nothing", "\n\t ": "nothing", "\r\n\"": "a string"} {
 		if got := Kind([]byte(in)); got != want {
 			t.Errorf("Kind(%q) = %q, want %q", in, got, want)
+		}
+		if got, want := Type([]byte(in)), want[strings.IndexByte(want, ' ')+1:]; got != want {
+			t.Errorf("Type(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

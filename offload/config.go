@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // Config is the effective configuration of the engine, read from
@@ -113,48 +112,39 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 		w.data = body // positions count from after the mark, as editors do
 		w.at, w.atLine = 0, 1
 	}
-	before := len(w.warnings)
+	// The first token tells a file that holds something else than an
+	// object, even when the rest is broken; an object is read whole first,
+	// so that a file with a syntax error gets the defaults and only the
+	// reason why.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	syntax := func(err error) (Config, []string) {
-		// The decoder's offsets point near the error; a validating pass
-		// gives the exact byte.
+	tok, err := dec.Token()
+	if err == nil && tok != json.Delim('{') {
+		start := int64(len(body) - len(bytes.TrimLeft(body, " \t\r\n")))
+		w.add(start, "the file holds %s, not an object of settings; using the defaults", jsonpos.Kind(body))
+		return c, w.list()
+	}
+	members, isObject := jsonpos.Members(body)
+	if !isObject {
+		// encoding/json's offsets point just past the offending byte.
 		off := dec.InputOffset()
-		var raw json.RawMessage
 		var se *json.SyntaxError
-		if verr := json.Unmarshal(body, &raw); errors.As(verr, &se) {
+		if verr := json.Unmarshal(body, new(json.RawMessage)); errors.As(verr, &se) {
 			err, off = verr, se.Offset-1
 			if se.Offset >= int64(len(body)) && strings.HasPrefix(se.Error(), "unexpected end") {
 				off = int64(len(body))
 			}
 		}
-		w.warnings = w.warnings[:before] // the defaults, and only the reason why
+		if err == nil { // not reached: a file that is no object is invalid JSON
+			err = errors.New("not one JSON object")
+		}
 		w.addAt(off, true, "invalid JSON (%s); using the defaults", clip.Echo(err.Error()))
 		return DefaultConfig(), w.list()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return syntax(err)
-	}
-	if tok != json.Delim('{') {
-		start := int64(len(body) - len(bytes.TrimLeft(body, " \t\r\n")))
-		w.add(start, "the file holds %s, not an object of settings; using the defaults", configKind(tok))
-		return c, w.list()
-	}
 	seen := map[string]int{}
 	listed := false // the names of the settings were given once
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return syntax(err)
-		}
-		key, _ := tok.(string)
-		keyOff := dec.InputOffset() - 1
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return syntax(err)
-		}
-		valOff := dec.InputOffset() - int64(len(v))
+	for _, m := range members {
+		key, v, keyOff, valOff := m.Key, m.Value, m.KeyOffset, m.Offset
 		keyLine := w.line(keyOff)
 		shown := clip.Echo(key)
 		if first, ok := seen[key]; ok {
@@ -200,15 +190,6 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			setInt(&c, key, int64(f))
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return syntax(err)
-	}
-	if tok, err := dec.Token(); err != io.EOF {
-		if err == nil {
-			err = fmt.Errorf("%s after the object", configKind(tok))
-		}
-		return syntax(err)
-	}
 	return c, w.list()
 }
 
@@ -236,7 +217,7 @@ func (w *configWarnings) addAt(off int64, col bool, format string, a ...any) {
 	}
 	pos := fmt.Sprintf("%d", w.line(off))
 	if col {
-		pos += fmt.Sprintf(":%d", columnOf(w.data, off))
+		pos += fmt.Sprintf(":%d", jsonpos.At(w.data, off).Column)
 	}
 	w.warnings = append(w.warnings, fmt.Sprintf("%s:%s: %s", w.name, pos, fmt.Sprintf(format, a...)))
 }
@@ -261,32 +242,6 @@ func (w *configWarnings) line(off int64) int {
 	w.atLine += bytes.Count(w.data[w.at:off], nl)
 	w.at = off
 	return w.atLine
-}
-
-// columnOf is the 1-based column, in characters, of the byte at off.
-func columnOf(data []byte, off int64) int {
-	off = min(off, int64(len(data)))
-	start := bytes.LastIndexByte(data[:off], '\n') + 1
-	return utf8.RuneCount(data[start:off]) + 1
-}
-
-func configKind(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		if v == '[' {
-			return "an array"
-		}
-		return fmt.Sprintf("%q", string(v))
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return "a value"
 }
 
 func configOption(name string) *Option {

@@ -98,7 +98,7 @@ func TestConfigFixtures(t *testing.T) {
 			fmt.Fprintf(&b, "%s\n", w)
 		}
 	}
-	golden(t, "config_warnings", b.String())
+	checkGolden(t, "config_warnings", b.String())
 }
 
 // Every option of the table has a parser case: setting it to a value in

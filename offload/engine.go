@@ -15,8 +15,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/pi-session/pi-session/jsonscan"
 
 	"github.com/pi-session/pi-session/clip"
 )
@@ -626,7 +627,7 @@ func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 		if _, err := fmt.Fprintf(w, `%s{"index":%d,"text":`, sep, i); err != nil {
 			return err
 		}
-		if err := writeJSONString(w, stringOf(req.Content[i].bytes())); err != nil {
+		if err := jsonscan.WriteString(w, stringOf(req.Content[i].bytes())); err != nil {
 			return err
 		}
 		if _, err := io.WriteString(w, "}"); err != nil {
@@ -634,86 +635,6 @@ func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 		}
 	}
 	_, err := io.WriteString(w, "]}")
-	return err
-}
-
-const hexDigits = "0123456789abcdef"
-
-// writeJSONString writes s as a JSON string literal; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func writeJSONString(w io.Writer, s string) error {
-	buf := make([]byte, 0, 64<<10)
-	buf = append(buf, '"')
-	flush := func() error {
-		_, err := w.Write(buf)
-		buf = buf[:0]
-		return err
-	}
-	start := 0
-	// put appends s[start:i] to buf, writing long runs straight through.
-	put := func(i int) error {
-		if i-start > 16<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, s[start:i])
-			return err
-		}
-		buf = append(buf, s[start:i]...)
-		return nil
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				if err := put(i); err != nil {
-					return err
-				}
-				buf = append(buf, `\ufffd`...)
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if err := put(i); err != nil {
-			return err
-		}
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-		if len(buf) >= 60<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(buf) > 0 {
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	if _, err := io.WriteString(w, s[start:]); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, `"`)
 	return err
 }
 

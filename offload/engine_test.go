@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -303,7 +305,7 @@ func TestSettingsWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
+	checkGolden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
 	if s.Config.ReadOffloadThreshold != 16384 || s.Config.TurnBudgetBytes != 30000 || len(s.Warnings) != 2 {
 		t.Errorf("settings = %+v", s)
 	}
@@ -355,15 +357,15 @@ func TestSummarize(t *testing.T) {
 	ctx := context.Background()
 	code := "package main\n\nimport (\n\t\"fmt\"\n)\n\n// Run runs.\nfunc Run(x int) error {\n\treturn nil\n}\n\ntype T struct {\n\tA int\n}\n\nfunc (t *T) M() {}\n"
 	for _, tt := range []struct{ name, args string }{
-		{"json", `{"text":` + jsonString(buildJSON(30)) + `}`},
-		{"log", `{"text":` + jsonString(buildLog(500)) + `,"maxTokens":200}`},
-		{"code", `{"text":` + jsonString(code) + `,"mode":"code"}`},
+		{"json", `{"text":` + jsonscan.Quote(buildJSON(30)) + `}`},
+		{"log", `{"text":` + jsonscan.Quote(buildLog(500)) + `,"maxTokens":200}`},
+		{"code", `{"text":` + jsonscan.Quote(code) + `,"mode":"code"}`},
 	} {
 		res, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(tt.args)})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		golden(t, "summary_"+tt.name, res.Text)
+		checkGolden(t, "summary_"+tt.name, res.Text)
 	}
 	for _, args := range []string{`{}`, `{"text":"x","id":"ce_000000000000000000000000"}`, `{"text":"x","mode":"fancy"}`, `{"text":"x","maxTokens":10}`} {
 		if _, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(args)}); !errors.Is(err, ErrBadArgument) {

@@ -8,76 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
-
-// FuzzJSONPath parses paths and runs them over documents: no panic, every
-// selected node is valid JSON, and a path that parses is accepted again
-// after a round trip through the evaluator.
-func FuzzJSONPath(f *testing.F) {
-	for _, p := range []string{
-		`$.store.book[0].title`, `$..author`, `$..book[?@.price<10]`, `$..book[::-1]`, `$['a b']["c"]`,
-		`$[?count(@.*) > 1 && !(@.x == "y") || match(@.s, "a.*")]`, `$..*`, `$[1:5:2]`, `$[?@ == $[0]]`,
-		`$[?search(@, '[')]`, `$.a[-1]`, `$[?value(@..x) != null]`, `$[?length(@) >= 2]`,
-	} {
-		f.Add(p, bookstore)
-		f.Add(p, `[1,[2,[3,{"x":"y","s":"abc"}]],"a\u00e9",{"":0}]`)
-	}
-	f.Fuzz(func(t *testing.T, path, doc string) {
-		q, err := parseJSONPath(path)
-		if err != nil {
-			return
-		}
-		if !json.Valid([]byte(doc)) || len(doc) > 1<<16 {
-			return
-		}
-		nodes, err := evalJSONPath([]byte(doc), q)
-		if err != nil {
-			if err == errTooManyNodes {
-				return
-			}
-			t.Fatalf("eval %q on valid JSON: %v", path, err)
-		}
-		for _, n := range nodes {
-			if !json.Valid([]byte(doc[n.s:n.e])) {
-				t.Fatalf("%q selected %q, not a JSON value", path, doc[n.s:n.e])
-			}
-		}
-	})
-}
-
-// FuzzJSONScan checks the scanner against encoding/json: every document
-// json.Valid accepts, the scanner accepts, and decoded strings agree.
-func FuzzJSONScan(f *testing.F) {
-	for _, d := range []string{bookstore, `"a\"b\\"`, `[1e5,-0.5,true,null,{}]`, `{"a":"\ud83d\ude00"}`, `  7 `, `[`, `"\u00zz"`} {
-		f.Add(d)
-	}
-	f.Fuzz(func(t *testing.T, doc string) {
-		d := []byte(doc)
-		valid := json.Valid(d)
-		if valid && validJSON(d) != nil {
-			t.Fatalf("json.Valid accepts %q, the scanner says %v", doc, validJSON(d))
-		}
-		if !valid {
-			return
-		}
-		i := skipWS(d, 0)
-		// Invalid UTF-8 in a string is passed through as it is (encoding/json
-		// replaces it with U+FFFD), so only valid text is compared.
-		if d[i] == '"' && utf8.Valid(d) {
-			var want string
-			json.Unmarshal(d, &want)
-			end, _ := skipString(d, i)
-			got, ok := unquote(d[i:end])
-			if !ok || got != want {
-				t.Fatalf("unquote(%s) = %q, %v; encoding/json says %q", doc, got, ok, want)
-			}
-			if n := decodedLen(d[i:end]); n != int64(len(want)) {
-				t.Fatalf("decodedLen(%s) = %d, want %d", doc, n, len(want))
-			}
-		}
-	})
-}
 
 // FuzzReadQuery runs line queries with every option over arbitrary text and
 // follows the cursors: pages end, no line shows twice, and the matching

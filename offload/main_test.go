@@ -11,8 +11,6 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 // The test binary doubles as a second process for the store tests: with
 // OFFLOAD_CHILD set, TestMain runs one child and exits.
 //

@@ -2,13 +2,16 @@ package offload
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // preview is the index-like part of an offload notice.
@@ -28,7 +31,7 @@ func buildPreview(data []byte, textBlocks bool, budget int) preview {
 			return pv
 		}
 	}
-	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
+	if i := jsonscan.SkipSpace(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
 		if pv, ok := jsonPreview(data, budget); ok {
 			return pv
 		}
@@ -161,7 +164,7 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	if stopAt < 0 {
 		stopAt = 0
 	}
-	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // ownEnd is where part i's own text ends: at the next heading, whatever
@@ -182,11 +185,6 @@ func (o Outline) largest() Part {
 		}
 	}
 	return best
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func outlinePreview(data []byte, o Outline, budget int) preview {
@@ -253,7 +251,7 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	for _, l := range lines[len(lines)-tail:] {
 		b.WriteString(l)
 	}
-	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // --- JSON ---
@@ -282,13 +280,13 @@ type arrayInfo struct {
 
 func scanArray(d []byte, s int) (arrayInfo, int, error) {
 	a := arrayInfo{kinds: map[string]int{}}
-	end, err := walkArray(d, s, func(i, vs, ve int) bool {
+	end, err := jsonscan.WalkArray(d, s, func(i, vs, ve int) bool {
 		if a.n == 0 {
 			a.first0, a.first1 = vs, ve
 		}
 		a.n++
 		if a.n <= 100 {
-			a.kinds[jsonKind(d, vs)]++
+			a.kinds[jsonpos.Type(d[vs:])]++
 		}
 		return true
 	})
@@ -309,10 +307,10 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 		return "[]"
 	}
 	of := kindList(a.kinds)
-	if jsonKind(d, a.first0) == "object" {
+	if jsonpos.Type(d[a.first0:]) == "object" {
 		var keys []string
-		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
-			ks, _ := unquote(k)
+		jsonscan.EachMember(d, a.first0, func(k []byte, _, _ int) bool {
+			ks, _ := jsonscan.Unquote(k)
 			keys = append(keys, cutText(ks, 30))
 			return len(keys) < 6
 		})
@@ -324,7 +322,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 func shortScalar(d []byte, s, e int) string {
 	switch d[s] {
 	case '"':
-		str, _ := unquote(d[s:e])
+		str, _ := jsonscan.Unquote(d[s:e])
 		if len(str) > 60 {
 			cut := runeCut([]byte(str), 60, 0)
 			return strconv.Quote(str[:cut]) + fmt.Sprintf("... (%d bytes)", len(str))
@@ -333,10 +331,10 @@ func shortScalar(d []byte, s, e int) string {
 	case '{':
 		var keys []string
 		n := 0
-		eachMember(d, s, func(k []byte, _, _ int) bool {
+		jsonscan.EachMember(d, s, func(k []byte, _, _ int) bool {
 			n++
 			if len(keys) < 6 {
-				ks, _ := unquote(k)
+				ks, _ := jsonscan.Unquote(k)
 				keys = append(keys, cutText(ks, 30))
 			}
 			return true
@@ -364,7 +362,7 @@ func kindList(kinds map[string]int) string {
 // counts the members and the elements of top-level arrays, and finds the
 // largest value.
 func jsonPreview(d []byte, budget int) (preview, bool) {
-	rs := skipWS(d, 0)
+	rs := jsonscan.SkipSpace(d, 0)
 	type member struct {
 		key    string
 		vs, ve int
@@ -375,55 +373,27 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	var err error
 	var rootArr arrayInfo
 	if d[rs] == '{' {
-		// Walk the members by hand so that an array is validated and
-		// counted in the same pass.
-		i := skipWS(d, rs+1)
-		if i < len(d) && d[i] == '}' {
-			re = i + 1
-		}
-		for re == 0 && err == nil {
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != '"' {
-				err = &jsonError{i, "expected a member name"}
-				break
-			}
-			ks := i
-			var ke int
-			if ke, err = skipString(d, i); err != nil {
-				break
-			}
-			i = skipWS(d, ke)
-			if i >= len(d) || d[i] != ':' {
-				err = &jsonError{i, "expected ':'"}
-				break
-			}
-			vs := skipWS(d, i+1)
+		// Read the values as the object is scanned, so that an array is
+		// validated and counted in the same pass.
+		re, err = jsonscan.ScanObject(d, rs, 0, func(key []byte, vs int) (int, error) {
 			m := member{vs: vs}
-			m.key, _ = unquote(d[ks:ke])
+			m.key, _ = jsonscan.Unquote(key)
+			var err error
 			if vs < len(d) && d[vs] == '[' {
 				a, end, e := scanArray(d, vs)
 				m.arr, m.ve, err = &a, end, e
 			} else {
-				m.ve, err = skipValue(d, vs, 1)
+				m.ve, err = jsonscan.SkipValue(d, vs, 1)
 			}
-			if err != nil {
-				break
+			if err == nil {
+				members = append(members, m)
 			}
-			members = append(members, m)
-			i = skipWS(d, m.ve)
-			switch {
-			case i < len(d) && d[i] == ',':
-				i++
-			case i < len(d) && d[i] == '}':
-				re = i + 1
-			default:
-				err = &jsonError{i, "expected ',' or '}'"}
-			}
-		}
+			return m.ve, err
+		})
 	} else {
 		rootArr, re, err = scanArray(d, rs)
 	}
-	if err != nil || skipWS(d, re) != len(d) {
+	if err != nil || jsonscan.SkipSpace(d, re) != len(d) {
 		return preview{}, false
 	}
 	var b strings.Builder
@@ -472,18 +442,18 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	if largest.e > largest.s {
 		target := largest
 		if d[target.s] == '{' && target.path != "$" {
-			specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(target.path))
+			specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(target.path))
 		}
 		if d[target.s] == '[' {
 			var fs, fe int
-			eachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
+			jsonscan.EachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
 			if fe > fs {
 				p := target.path + "[0]"
-				specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(p))
+				specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(p))
 				if d[fs] == '{' {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
-					eachMember(d, fs, func(k []byte, vs, ve int) bool {
-						key, _ := unquote(k)
+					jsonscan.EachMember(d, fs, func(k []byte, vs, ve int) bool {
+						key, _ := jsonscan.Unquote(k)
 						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(cutText(key, 60)), shortValue(d, vs, ve)))
 					})
 				} else {
@@ -512,8 +482,8 @@ type blockView struct {
 func blocksPreview(d []byte, budget int) (preview, bool) {
 	var arr [2]int
 	found := false
-	eachMember(d, skipWS(d, 0), func(k []byte, vs, ve int) bool {
-		if keyEquals(k, "textBlocks") && d[vs] == '[' {
+	jsonscan.EachMember(d, jsonscan.SkipSpace(d, 0), func(k []byte, vs, ve int) bool {
+		if jsonscan.KeyEquals(k, "textBlocks") && d[vs] == '[' {
 			arr, found = [2]int{vs, ve}, true
 			return false
 		}
@@ -523,17 +493,17 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		return preview{}, false
 	}
 	n := 0
-	eachElement(d, arr[0], func(int, int, int) bool { n++; return true })
+	jsonscan.EachElement(d, arr[0], func(int, int, int) bool { n++; return true })
 	per := max(budget/max(n, 1)-80, 120)
 	return renderBlocks(n, per, budget, func(yield func(blockView) bool) {
-		eachElement(d, arr[0], func(i, vs, ve int) bool {
+		jsonscan.EachElement(d, arr[0], func(i, vs, ve int) bool {
 			var idx int64 = -1
 			var text [2]int
-			eachMember(d, vs, func(k []byte, s, e int) bool {
+			jsonscan.EachMember(d, vs, func(k []byte, s, e int) bool {
 				switch {
-				case keyEquals(k, "index"):
+				case jsonscan.KeyEquals(k, "index"):
 					idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
-				case keyEquals(k, "text") && d[s] == '"':
+				case jsonscan.KeyEquals(k, "text") && d[s] == '"':
 					text = [2]int{s, e}
 				}
 				return true
@@ -542,8 +512,8 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 				return true
 			}
 			raw := d[text[0]:text[1]]
-			head, _ := appendUnquoted(nil, raw, 0, int64(per))
-			return yield(blockView{pos: i, idx: idx, head: head, size: decodedLen(raw)})
+			head, _ := jsonscan.AppendUnquoted(nil, raw, 0, int64(per))
+			return yield(blockView{pos: i, idx: idx, head: head, size: jsonscan.DecodedLen(raw)})
 		})
 	}), true
 }
@@ -563,7 +533,7 @@ func blocksPreviewOf(req ToolResultRequest, texts []int, budget int) preview {
 	})
 }
 
-// decodedHead is what writeJSONString then appendUnquoted make of text:
+// decodedHead is what jsonscan.WriteString then AppendUnquoted make of text:
 // the first up to n bytes, each invalid UTF-8 byte as U+FFFD, and the
 // length of the whole.
 func decodedHead(text []byte, n int) ([]byte, int64) {

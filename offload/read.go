@@ -12,6 +12,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonpath"
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
+
 	"github.com/pi-session/pi-session/clip"
 )
 
@@ -411,6 +416,20 @@ func appendLine(out []byte, data []byte, start, end int, n int64, mark byte, max
 	return append(out, '\n')
 }
 
+// appendPart appends line n of a page: the number, sep, and the line's
+// text data[from:e] up to room bytes, cut at a character boundary, with a
+// newline. to is where the text stops (e when the rest fits).
+func appendPart(out, data []byte, n int64, sep byte, from, e, room int) (_ []byte, to int) {
+	to = min(e, from+room)
+	if to < e {
+		to = runeCut(data, to, from)
+	}
+	out = strconv.AppendInt(out, n, 10)
+	out = append(out, sep)
+	out = append(out, data[from:to]...)
+	return append(out, '\n'), to
+}
+
 // page fills one page of a query from cur.
 func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur queryCursor) pageOut {
 	var p pageOut
@@ -425,16 +444,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 	// A long matching line cut by the previous page goes on first.
 	if cur.Cont > 0 {
 		e := lineEnd(data, scan)
-		from := int(cur.Cont)
-		room := budget - 24
-		to := min(e, from+room)
-		if to < e {
-			to = runeCut(data, to, from)
-		}
-		p.text = strconv.AppendInt(p.text, line, 10)
-		p.text = append(p.text, '+')
-		p.text = append(p.text, data[from:to]...)
-		p.text = append(p.text, '\n')
+		var to int
+		p.text, to = appendPart(p.text, data, line, '+', int(cur.Cont), e, budget-24)
 		p.partial = true
 		note(line)
 		p.countFrom = min(e+1, len(data))
@@ -522,15 +533,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 				win = win[i+1:] // the farthest context line goes first
 			}
 			p.text = append(p.text, win...)
-			room := max(budget-len(p.text)-24, 64)
-			to := min(e, s+room)
-			if to < e {
-				to = runeCut(data, to, s)
-			}
-			p.text = strconv.AppendInt(p.text, ln, 10)
-			p.text = append(p.text, ':')
-			p.text = append(p.text, data[s:to]...)
-			p.text = append(p.text, '\n')
+			var to int
+			p.text, to = appendPart(p.text, data, ln, ':', s, e, max(budget-len(p.text)-24, 64))
 			note(firstOfWin)
 			note(ln)
 			p.seen++
@@ -671,20 +675,36 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 	return res, nil
 }
 
+// ErrBadJSONPath wraps every JSONPath syntax error.
+var ErrBadJSONPath = errors.New("offload: jsonPath: invalid")
+
+// jsonPathError words an error of package jsonpath for the model, as one
+// of offload's: a syntax error wraps ErrBadJSONPath.
+func jsonPathError(err error) error {
+	var je *jsonpath.Error
+	switch {
+	case !errors.As(err, &je):
+		return err
+	case errors.Is(err, jsonpath.ErrSyntax):
+		return fmt.Errorf("%w: %s", ErrBadJSONPath, je.Msg)
+	}
+	return errors.New("offload: jsonPath: " + je.Msg)
+}
+
 // readJSONPath reads the values a JSONPath selects: one string is shown
 // decoded, anything else as JSON; a large rendering is paged with offset.
 func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool) (ReadResult, error) {
-	q, err := parseJSONPath(a.JSONPath)
+	q, err := jsonpath.Parse(a.JSONPath)
 	if err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
-	nodes, err := evalJSONPath(data, q)
+	nodes, err := q.Select(data)
 	if err != nil {
-		var je *jsonError
+		var je *jsonscan.Error
 		if errors.As(err, &je) {
 			return ReadResult{}, argErr("jsonPath", "the payload is not JSON (%v); use query or a byte range (offset, length)", je)
 		}
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
 	meta := ReadMeta{TotalBytes: int64(len(data)), JSONPath: a.JSONPath, Results: len(nodes)}
 	res := ReadResult{Details: ReadDetails{ID: id, Mode: "jsonPath"}}
@@ -698,13 +718,13 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	var segs [][]byte
 	decoded := false
 	var total int64
-	if len(nodes) == 1 && data[nodes[0].s] == '"' {
+	if len(nodes) == 1 && data[nodes[0].Start] == '"' {
 		decoded = true
-		total = decodedLen(data[nodes[0].s:nodes[0].e])
+		total = jsonscan.DecodedLen(data[nodes[0].Start:nodes[0].End])
 		meta.ValueType = "string"
 	} else if len(nodes) == 1 {
-		segs = [][]byte{data[nodes[0].s:nodes[0].e]}
-		meta.ValueType = jsonKind(data, nodes[0].s)
+		segs = [][]byte{data[nodes[0].Start:nodes[0].End]}
+		meta.ValueType = jsonpos.Type(data[nodes[0].Start:])
 	} else {
 		meta.ValueType = "list"
 		segs = append(segs, []byte("[\n"))
@@ -712,7 +732,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 			if i > 0 {
 				segs = append(segs, []byte(",\n"))
 			}
-			segs = append(segs, data[n.s:n.e])
+			segs = append(segs, data[n.Start:n.End])
 		}
 		segs = append(segs, []byte("\n]"))
 	}
@@ -733,7 +753,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var out []byte
 	if decoded {
-		out, _ = appendUnquoted(nil, data[nodes[0].s:nodes[0].e], a.Offset, n)
+		out, _ = jsonscan.AppendUnquoted(nil, data[nodes[0].Start:nodes[0].End], a.Offset, n)
 	} else {
 		out = virtualSlice(segs, a.Offset, n)
 	}
@@ -754,7 +774,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var b strings.Builder
 	if len(nodes) == 1 {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].s, nodes[0].e)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].Start, nodes[0].End)
 	} else {
 		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip.Echo(a.JSONPath), len(nodes), total)
 	}

@@ -19,10 +19,11 @@ run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo"
 run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
 run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
+run "jsonpath: queries over a 16 MB document in place vs decoding it with encoding/json" ./jsonpath 'Select' 5x
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "hooks+offload: engine host peak RSS for a 1/16/100 MB tool result over its socket vs in process (HOST_MEMORY_SIZES limits sizes)" ./e2e 'HostMemory' 3x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
-run "budget: per-turn cost of the budget hooks through real pi (60 tool turns) vs the same session without the extension" ./e2e 'BudgetTurn' 3x
+run "budget: per-turn cost of the budget hooks through real pi (40 and 80 tool turns) vs the same extension without its budget module, and without the extension" ./e2e 'BudgetTurn' 5x
 run "budget: context_handoff with git metadata, 10k files and 5 worktrees, vs git status --porcelain=v2 alone" ./budget 'HandoffWrite' 5x
 run "recap: select + serialize + redact a 50 MB run vs reading it once with session/" ./recap 'Prepare50MB' 5x
 run "recap: redaction of 48 KB inputs built against naive scanners vs ordinary text" ./recap 'RedactAdversarial' 50x

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pi-session/pi-session/golden"
 )
 
 // TestDiagnosticFixtures reads every file of testdata/diagnostics the two
@@ -32,7 +34,7 @@ func TestDiagnosticFixtures(t *testing.T) {
 		fd.Close()
 		fmt.Fprintf(&b, "Parse:%s", describeRead(t, path, pf, err))
 	}
-	checkGolden(t, filepath.Join("testdata", "diagnostics.golden"), b.String())
+	golden.Check(t, filepath.Join("testdata", "diagnostics.golden"), b.String())
 }
 
 // describeRead renders a read for the golden file and checks what every

@@ -3,7 +3,6 @@ package session
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pi-session/pi-session/golden"
 )
 
 // The fixtures in testdata/ were recorded from real pi 1.6.0 runs by
@@ -269,8 +269,6 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 // TestDamagedDiagnostics checks what is reported about the damaged fixture
 // (pi reads the same file silently) against a golden file.
 func TestDamagedDiagnostics(t *testing.T) {
@@ -279,22 +277,5 @@ func TestDamagedDiagnostics(t *testing.T) {
 	for _, d := range f.Diagnostics {
 		fmt.Fprintf(&b, "%d\t%d\t%s\t%v\n", d.Line, d.Offset, d.Field, d)
 	}
-	checkGolden(t, filepath.Join("testdata", "damaged.diagnostics.golden"), b.String())
-}
-
-// checkGolden compares got with the golden file at path (-update rewrites it).
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-golden +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "damaged.diagnostics.golden"), b.String())
 }

@@ -3,7 +3,11 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
 )
 
 // Lazy access to parts of an entry without decoding the rest: an engine
@@ -49,7 +53,7 @@ func Members(raw []byte, fn func(key string, value json.RawMessage) bool) bool {
 		k := raw[i:ke]
 		key := string(k[1 : len(k)-1])
 		if hasEscape(k) {
-			key, _ = unquote(k)
+			key, _ = jsonscan.Unquote(k)
 		}
 		i = skipSpace(raw, ke)
 		if i >= len(raw) || raw[i] != ':' {
@@ -156,22 +160,11 @@ func skipFast(b []byte, i int) int {
 // skipStringFast returns the index after the string that starts at
 // b[i] == '"', or -1 if it is not closed.
 func skipStringFast(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		q := j + k
-		n := 0
-		for p := q - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
+	end, err := jsonscan.SkipString(b, i)
+	if err != nil {
+		return -1
 	}
+	return end
 }
 
 // StringPrefix decodes the JSON string raw (with its quotes) as far as its
@@ -370,4 +363,24 @@ func (e *Entry) Message() json.RawMessage {
 		return nil
 	}
 	return e.Raw[e.msg.start:e.msg.end:e.msg.end]
+}
+
+// decodeU decodes a \uXXXX escape (or a surrogate pair of two) at the start
+// of b, returning the rune and the bytes used (0 if invalid).
+func decodeU(b []byte) (rune, int) {
+	if len(b) < 6 || !isHex4(b[2:6]) {
+		return 0, 0
+	}
+	v, _ := strconv.ParseUint(string(b[2:6]), 16, 16)
+	r := rune(v)
+	if utf16.IsSurrogate(r) {
+		if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' && isHex4(b[8:12]) {
+			v2, _ := strconv.ParseUint(string(b[8:12]), 16, 16)
+			if p := utf16.DecodeRune(r, rune(v2)); p != utf8.RuneError {
+				return p, 12
+			}
+		}
+		return utf8.RuneError, 6
+	}
+	return r, 6
 }

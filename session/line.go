@@ -2,6 +2,10 @@ package session
 
 import (
 	"fmt"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // span is a value's position in a line; start < 0 means the key is absent.
@@ -79,7 +83,7 @@ func scanLine(b []byte) (lineKind, fields, error) {
 		}
 		f.depth = depth
 		if depth > MaxDepth {
-			name, _ := unquote(key)
+			name, _ := jsonscan.Unquote(key)
 			if parent != "" {
 				name = parent + "." + name
 			}
@@ -90,7 +94,7 @@ func scanLine(b []byte) (lineKind, fields, error) {
 		var s *span
 		name := string(key[1 : len(key)-1])
 		if hasEscape(key) {
-			name, _ = unquote(key)
+			name, _ = jsonscan.Unquote(key)
 		}
 		switch name {
 		case "type":
@@ -142,9 +146,9 @@ func scanLine(b []byte) (lineKind, fields, error) {
 				}
 				deep(name, key, 2+d)
 				switch {
-				case role != nil && keyIs(key, "role"):
+				case role != nil && jsonscan.KeyEquals(key, "role"):
 					*role = span{start, end}
-				case keyIs(key, "content"):
+				case jsonscan.KeyEquals(key, "content"):
 					*content = span{start, end}
 				}
 				return end, nil
@@ -198,7 +202,7 @@ func (s span) str(b []byte) string {
 	if !s.ok() || b[s.start] != '"' {
 		return ""
 	}
-	v, _ := unquote(b[s.start:s.end])
+	v, _ := jsonscan.Unquote(b[s.start:s.end])
 	return v
 }
 
@@ -215,7 +219,7 @@ func fieldError(b []byte, name string, s span, want string) error {
 	if !s.ok() {
 		return fmt.Errorf("missing %q, want %s", name, want)
 	}
-	return fmt.Errorf("%q is %s, want %s", name, kindOf(b, s.start), want)
+	return fmt.Errorf("%q is %s, want %s", name, jsonpos.Kind(b[s.start:]), want)
 }
 
 // checkEntry checks the members pi relies on when it builds the tree and the

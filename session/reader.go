@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/pi-session/pi-session/clip"
 )
 
@@ -474,11 +476,11 @@ func (r *Reader) migrateV1(e *Entry, keptIndex span) {
 	e.ParentID = l.prevID
 	l.prevID = e.ID
 	l.ids = append(l.ids, e.ID)
-	raw := withMember(e.Raw, "id", appendString(nil, e.ID))
+	raw := withMember(e.Raw, "id", jsonscan.AppendString(nil, e.ID))
 	if e.ParentID == "" {
 		raw = withMember(raw, "parentId", []byte("null"))
 	} else {
-		raw = withMember(raw, "parentId", appendString(nil, e.ParentID))
+		raw = withMember(raw, "parentId", jsonscan.AppendString(nil, e.ParentID))
 	}
 	if e.Type == "compaction" && keptIndex.isNumber(e.Raw) {
 		raw = withoutMember(raw, "firstKeptEntryIndex")
@@ -486,7 +488,7 @@ func (r *Reader) migrateV1(e *Entry, keptIndex span) {
 		// Only entries already migrated have their new id; pi would read
 		// the (absent) id of a later one.
 		if err == nil && n >= 0 && n < float64(len(l.ids)) && n == float64(int(n)) && l.ids[int(n)] != "" {
-			raw = withMember(raw, "firstKeptEntryId", appendString(nil, l.ids[int(n)]))
+			raw = withMember(raw, "firstKeptEntryId", jsonscan.AppendString(nil, l.ids[int(n)]))
 		}
 	}
 	e.Raw = raw
@@ -519,7 +521,7 @@ func internType(b []byte) string {
 	case `"usage"`:
 		return "usage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }
 
@@ -540,6 +542,6 @@ func internRole(b []byte) string {
 	case `"hookMessage"`:
 		return "hookMessage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
 )
@@ -156,7 +158,8 @@ func Parse(data []byte) (*Record, error) {
 		return parseByField(data)
 	}
 	r := (*Record)(&w.plain)
-	ok := members(data, func(key, val []byte) bool {
+	end, err := jsonscan.WalkObject(data, 0, func(key []byte, vs, ve int) bool {
+		key, val := key[1:len(key)-1], data[vs:ve]
 		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			return false // let the exact path unquote it (escapes, U+FFFD)
 		}
@@ -173,7 +176,7 @@ func Parse(data []byte) (*Record, error) {
 		r.Extra[name] = append(json.RawMessage(nil), val...)
 		return true
 	})
-	if !ok {
+	if err != nil || end < 0 {
 		return parseByField(data)
 	}
 	r.PID, r.InvalidPID = parsePID(w.PID)
@@ -283,100 +286,6 @@ func want(t reflect.Type) string {
 		what = "a " + t.Kind().String()
 	}
 	return what + orNull
-}
-
-// members calls fn with the raw key (unquoted, escapes left as they are)
-// and raw value of each member of the object data, which must be valid
-// JSON. It reports false when data is not an object or fn said stop.
-func members(data []byte, fn func(key, val []byte) bool) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case '}':
-			return true
-		case ',':
-			i = skipSpace(data, i+1)
-		}
-		if i >= len(data) || data[i] != '"' {
-			return false
-		}
-		kEnd := endOfString(data, i)
-		key := data[i+1 : kEnd-1]
-		i = skipSpace(data, kEnd)
-		if i >= len(data) || data[i] != ':' {
-			return false
-		}
-		i = skipSpace(data, i+1)
-		vEnd := endOfValue(data, i)
-		if vEnd <= i || !fn(key, data[i:vEnd]) {
-			return false
-		}
-		i = vEnd
-	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index after the string starting at data[i] == '"'.
-func endOfString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
-}
-
-// endOfValue returns the index after the value starting at data[i].
-func endOfValue(data []byte, i int) int {
-	if i >= len(data) {
-		return i
-	}
-	switch data[i] {
-	case '"':
-		return endOfString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = endOfString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(data)
-	}
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-	}
-	return i
 }
 
 // parsePID reads a pid: a whole number from 1 to 2^31-1. Anything else

@@ -1,6 +1,8 @@
-package offload
+// Package jsonpath runs RFC 9535 JSONPath queries over JSON text, selecting values by their byte ranges without decoding the rest of the document.
+package jsonpath
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonscan"
 )
 
 // JSONPath (RFC 9535): names, indices, slices, wildcards, unions,
@@ -18,10 +21,27 @@ import (
 // the functions length, count, match, search and value. Regexes of match and
 // search are I-Regexp, run by Go's RE2.
 
-// ErrBadJSONPath wraps every JSONPath syntax error.
-var ErrBadJSONPath = errors.New("offload: jsonPath: invalid")
+// The causes of an *Error: a query that is not JSONPath, or one that selects
+// more than 5,000,000 nodes of a document.
+var (
+	ErrSyntax       = errors.New("jsonpath: invalid")
+	ErrTooManyNodes = errors.New("jsonpath: too many nodes")
+)
 
-type jpQuery struct {
+// Error says what is wrong with a query, for people; errors.Is finds its
+// cause, ErrSyntax or ErrTooManyNodes.
+type Error struct {
+	Err error  // ErrSyntax or ErrTooManyNodes
+	Msg string // what is wrong, and where in the query
+}
+
+func (e *Error) Error() string { return e.Err.Error() + ": " + e.Msg }
+
+// Unwrap makes errors.Is(err, e.Err) true.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Query is a parsed JSONPath query.
+type Query struct {
 	root byte // '$' or '@'
 	segs []jpSegment
 }
@@ -60,7 +80,7 @@ type (
 		l, r jpOperand
 	}
 	jpTest struct {
-		q  *jpQuery
+		q  *Query
 		fn *jpFunc
 	}
 )
@@ -68,7 +88,7 @@ type (
 // jpOperand is a literal, a singular query or a function call.
 type jpOperand struct {
 	lit   *jv
-	query *jpQuery
+	query *Query
 	fn    *jpFunc
 }
 
@@ -80,7 +100,7 @@ type jpFunc struct {
 
 type jpArg struct {
 	lit   *jv
-	query *jpQuery
+	query *Query
 	fn    *jpFunc
 	expr  jpExpr // a logical expression argument
 }
@@ -91,10 +111,11 @@ type jv struct {
 	b    bool
 	f    float64
 	s    string
-	node jpNode
+	node Node
 }
 
-type jpNode struct{ s, e int }
+// Node is a value of a document: the bytes d[Start:End].
+type Node struct{ Start, End int }
 
 const maxJPDepth = 64
 
@@ -105,18 +126,19 @@ type jpParser struct {
 }
 
 func (p *jpParser) errf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s at character %d of %q", ErrBadJSONPath, fmt.Sprintf(format, a...), p.pos+1, clip.Echo(p.src))
+	return &Error{ErrSyntax, fmt.Sprintf("%s at character %d of %q", fmt.Sprintf(format, a...), p.pos+1, clip.Echo(p.src))}
 }
 
-// parseJSONPath parses an RFC 9535 query.
-func parseJSONPath(src string) (*jpQuery, error) {
+// Parse parses an RFC 9535 query. Its errors are *Error, with the cause
+// ErrSyntax.
+func Parse(src string) (*Query, error) {
 	p := &jpParser{src: src}
 	if !strings.HasPrefix(src, "$") {
 		hint := "$." + strings.TrimLeft(src, ".")
 		if strings.HasPrefix(src, "[") {
 			hint = "$" + src
 		}
-		return nil, fmt.Errorf("%w: a JSONPath starts at the root $, as in %q", ErrBadJSONPath, clip.Echo(hint))
+		return nil, &Error{ErrSyntax, fmt.Sprintf("a JSONPath starts at the root $, as in %q", clip.Echo(hint))}
 	}
 	q, err := p.query()
 	if err != nil {
@@ -142,8 +164,8 @@ func (p *jpParser) ws() {
 }
 
 // query parses "$" or "@" and its segments.
-func (p *jpParser) query() (*jpQuery, error) {
-	q := &jpQuery{root: p.src[p.pos]}
+func (p *jpParser) query() (*Query, error) {
+	q := &Query{root: p.src[p.pos]}
 	p.pos++
 	for {
 		save := p.pos
@@ -250,12 +272,9 @@ func (p *jpParser) selector() (jpSelector, error) {
 		return jpSelector{kind: selFilter, filter: e}, err
 	case c == ':' || c == '-' || '0' <= c && c <= '9':
 		var sel jpSelector
-		if c != ':' {
-			n, err := p.integer()
-			if err != nil {
-				return sel, err
-			}
-			sel.start, sel.hasStart = n, true
+		var err error
+		if sel.start, sel.hasStart, err = p.optInteger(); err != nil {
+			return sel, err
 		}
 		p.ws()
 		if p.peek() != ':' {
@@ -267,24 +286,20 @@ func (p *jpParser) selector() (jpSelector, error) {
 		sel.kind = selSlice
 		p.pos++
 		p.ws()
-		if c := p.peek(); c == '-' || '0' <= c && c <= '9' {
-			n, err := p.integer()
-			if err != nil {
-				return sel, err
-			}
-			sel.end, sel.hasEnd = n, true
-			p.ws()
+		if sel.end, sel.hasEnd, err = p.optInteger(); err != nil {
+			return sel, err
 		}
+		p.ws()
 		sel.step = 1
 		if p.peek() == ':' {
 			p.pos++
 			p.ws()
-			if c := p.peek(); c == '-' || '0' <= c && c <= '9' {
-				n, err := p.integer()
-				if err != nil {
-					return sel, err
-				}
-				sel.step = n
+			step, ok, err := p.optInteger()
+			if err != nil {
+				return sel, err
+			}
+			if ok {
+				sel.step = step
 			}
 		}
 		return sel, nil
@@ -299,15 +314,7 @@ const maxSafeInt = 1<<53 - 1
 
 func (p *jpParser) integer() (int64, error) {
 	start := p.pos
-	if p.peek() == '-' {
-		p.pos++
-	}
-	ds := p.pos
-	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-		p.pos++
-	}
-	digits := p.src[ds:p.pos]
-	if digits == "" || len(digits) > 1 && digits[0] == '0' || p.src[start:p.pos] == "-0" {
+	if !p.intPart() || p.src[start:p.pos] == "-0" {
 		p.pos = start
 		return 0, p.errf("invalid integer")
 	}
@@ -317,6 +324,34 @@ func (p *jpParser) integer() (int64, error) {
 		return 0, p.errf("integer out of range (at most 2^53-1)")
 	}
 	return n, nil
+}
+
+// optInteger reads an integer if one starts here; ok says whether one did.
+func (p *jpParser) optInteger() (n int64, ok bool, err error) {
+	if c := p.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, false, nil
+	}
+	n, err = p.integer()
+	return n, err == nil, err
+}
+
+// intPart steps over an optional '-' and digits, and reports whether the
+// digits are there without a leading zero.
+func (p *jpParser) intPart() bool {
+	if p.peek() == '-' {
+		p.pos++
+	}
+	d := p.digits()
+	return d != "" && (len(d) == 1 || d[0] != '0')
+}
+
+// digits steps over decimal digits and returns them.
+func (p *jpParser) digits() string {
+	start := p.pos
+	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
+		p.pos++
+	}
+	return p.src[start:p.pos]
 }
 
 func (p *jpParser) stringLit() (string, error) {
@@ -531,7 +566,7 @@ func (p *jpParser) testExpr() (jpExpr, error) {
 	return jpTest{q: o.query, fn: o.fn}, nil
 }
 
-func (q *jpQuery) singular() bool {
+func (q *Query) singular() bool {
 	for _, s := range q.segs {
 		if s.desc || len(s.sels) != 1 || (s.sels[0].kind != selName && s.sels[0].kind != selIndex) {
 			return false
@@ -589,25 +624,13 @@ func (p *jpParser) nameCharAt(i int) bool {
 
 func (p *jpParser) number() (float64, error) {
 	start := p.pos
-	if p.peek() == '-' {
-		p.pos++
-	}
-	ds := p.pos
-	for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-		p.pos++
-	}
-	digits := p.src[ds:p.pos]
-	if digits == "" || len(digits) > 1 && digits[0] == '0' {
+	if !p.intPart() {
 		p.pos = start
 		return 0, p.errf("invalid number")
 	}
 	if p.peek() == '.' {
 		p.pos++
-		fs := p.pos
-		for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == fs {
+		if p.digits() == "" {
 			return 0, p.errf("invalid number")
 		}
 	}
@@ -616,11 +639,7 @@ func (p *jpParser) number() (float64, error) {
 		if c := p.peek(); c == '+' || c == '-' {
 			p.pos++
 		}
-		es := p.pos
-		for p.pos < len(p.src) && '0' <= p.src[p.pos] && p.src[p.pos] <= '9' {
-			p.pos++
-		}
-		if p.pos == es {
+		if p.digits() == "" {
 			return 0, p.errf("invalid number")
 		}
 	}
@@ -764,7 +783,7 @@ func iregexp(pat string, whole bool) (*regexp.Regexp, error) {
 
 type jpEval struct {
 	d    []byte
-	root jpNode
+	root Node
 	err  error
 	// limit on the number of nodes a query may produce
 	budget int
@@ -772,16 +791,16 @@ type jpEval struct {
 
 const maxJPNodes = 5_000_000
 
-var errTooManyNodes = errors.New("offload: jsonPath: the query selects more than 5,000,000 nodes; narrow it")
+var errTooManyNodes = &Error{ErrTooManyNodes, "the query selects more than 5,000,000 nodes; narrow it"}
 
-func (ev *jpEval) run(q *jpQuery, cur jpNode) []jpNode {
+func (ev *jpEval) run(q *Query, cur Node) []Node {
 	start := ev.root
 	if q.root == '@' {
 		start = cur
 	}
-	nodes := []jpNode{start}
+	nodes := []Node{start}
 	for _, seg := range q.segs {
-		var out []jpNode
+		var out []Node
 		for _, n := range nodes {
 			if seg.desc {
 				out = ev.descend(n, seg.sels, out)
@@ -800,7 +819,7 @@ func (ev *jpEval) run(q *jpQuery, cur jpNode) []jpNode {
 	return nodes
 }
 
-func (ev *jpEval) add(out []jpNode, n jpNode) []jpNode {
+func (ev *jpEval) add(out []Node, n Node) []Node {
 	ev.budget--
 	if ev.budget < 0 && ev.err == nil {
 		ev.err = errTooManyNodes
@@ -808,20 +827,20 @@ func (ev *jpEval) add(out []jpNode, n jpNode) []jpNode {
 	return append(out, n)
 }
 
-func (ev *jpEval) descend(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
+func (ev *jpEval) descend(n Node, sels []jpSelector, out []Node) []Node {
 	out = ev.apply(n, sels, out)
 	if ev.err != nil {
 		return out
 	}
-	switch ev.d[n.s] {
+	switch ev.d[n.Start] {
 	case '{':
-		ev.fail(eachMember(ev.d, n.s, func(_ []byte, vs, ve int) bool {
-			out = ev.descend(jpNode{vs, ve}, sels, out)
+		ev.fail(jsonscan.EachMember(ev.d, n.Start, func(_ []byte, vs, ve int) bool {
+			out = ev.descend(Node{vs, ve}, sels, out)
 			return ev.err == nil
 		}))
 	case '[':
-		ev.fail(eachElement(ev.d, n.s, func(_, vs, ve int) bool {
-			out = ev.descend(jpNode{vs, ve}, sels, out)
+		ev.fail(jsonscan.EachElement(ev.d, n.Start, func(_, vs, ve int) bool {
+			out = ev.descend(Node{vs, ve}, sels, out)
 			return ev.err == nil
 		}))
 	}
@@ -834,21 +853,21 @@ func (ev *jpEval) fail(err error) {
 	}
 }
 
-func (ev *jpEval) arrayLen(n jpNode) int {
+func (ev *jpEval) arrayLen(n Node) int {
 	c := 0
-	ev.fail(eachElement(ev.d, n.s, func(int, int, int) bool { c++; return true }))
+	ev.fail(jsonscan.EachElement(ev.d, n.Start, func(int, int, int) bool { c++; return true }))
 	return c
 }
 
-func (ev *jpEval) apply(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
-	kind := ev.d[n.s]
+func (ev *jpEval) apply(n Node, sels []jpSelector, out []Node) []Node {
+	kind := ev.d[n.Start]
 	for _, sel := range sels {
 		switch sel.kind {
 		case selName:
 			if kind == '{' {
-				ev.fail(eachMember(ev.d, n.s, func(k []byte, vs, ve int) bool {
-					if keyEquals(k, sel.name) {
-						out = ev.add(out, jpNode{vs, ve})
+				ev.fail(jsonscan.EachMember(ev.d, n.Start, func(k []byte, vs, ve int) bool {
+					if jsonscan.KeyEquals(k, sel.name) {
+						out = ev.add(out, Node{vs, ve})
 						return false
 					}
 					return true
@@ -857,9 +876,9 @@ func (ev *jpEval) apply(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
 		case selWild:
 			switch kind {
 			case '{':
-				ev.fail(eachMember(ev.d, n.s, func(_ []byte, vs, ve int) bool { out = ev.add(out, jpNode{vs, ve}); return ev.err == nil }))
+				ev.fail(jsonscan.EachMember(ev.d, n.Start, func(_ []byte, vs, ve int) bool { out = ev.add(out, Node{vs, ve}); return ev.err == nil }))
 			case '[':
-				ev.fail(eachElement(ev.d, n.s, func(_, vs, ve int) bool { out = ev.add(out, jpNode{vs, ve}); return ev.err == nil }))
+				ev.fail(jsonscan.EachElement(ev.d, n.Start, func(_, vs, ve int) bool { out = ev.add(out, Node{vs, ve}); return ev.err == nil }))
 			}
 		case selIndex:
 			if kind != '[' {
@@ -872,9 +891,9 @@ func (ev *jpEval) apply(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
 					continue
 				}
 			}
-			ev.fail(eachElement(ev.d, n.s, func(i, vs, ve int) bool {
+			ev.fail(jsonscan.EachElement(ev.d, n.Start, func(i, vs, ve int) bool {
 				if int64(i) == idx {
-					out = ev.add(out, jpNode{vs, ve})
+					out = ev.add(out, Node{vs, ve})
 					return false
 				}
 				return true
@@ -886,19 +905,19 @@ func (ev *jpEval) apply(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
 			length := int64(ev.arrayLen(n))
 			lo, hi := sliceBounds(sel, length)
 			if sel.step > 0 {
-				ev.fail(eachElement(ev.d, n.s, func(i, vs, ve int) bool {
+				ev.fail(jsonscan.EachElement(ev.d, n.Start, func(i, vs, ve int) bool {
 					j := int64(i)
 					if j >= hi {
 						return false
 					}
 					if j >= lo && (j-lo)%sel.step == 0 {
-						out = ev.add(out, jpNode{vs, ve})
+						out = ev.add(out, Node{vs, ve})
 					}
 					return ev.err == nil
 				}))
 			} else {
-				var all []jpNode
-				ev.fail(eachElement(ev.d, n.s, func(_, vs, ve int) bool { all = append(all, jpNode{vs, ve}); return true }))
+				var all []Node
+				ev.fail(jsonscan.EachElement(ev.d, n.Start, func(_, vs, ve int) bool { all = append(all, Node{vs, ve}); return true }))
 				for j := hi; j > lo; j += sel.step {
 					if j >= 0 && j < int64(len(all)) {
 						out = ev.add(out, all[j])
@@ -907,16 +926,16 @@ func (ev *jpEval) apply(n jpNode, sels []jpSelector, out []jpNode) []jpNode {
 			}
 		case selFilter:
 			visit := func(vs, ve int) bool {
-				if ev.truth(sel.filter, jpNode{vs, ve}) {
-					out = ev.add(out, jpNode{vs, ve})
+				if ev.truth(sel.filter, Node{vs, ve}) {
+					out = ev.add(out, Node{vs, ve})
 				}
 				return ev.err == nil
 			}
 			switch kind {
 			case '{':
-				ev.fail(eachMember(ev.d, n.s, func(_ []byte, vs, ve int) bool { return visit(vs, ve) }))
+				ev.fail(jsonscan.EachMember(ev.d, n.Start, func(_ []byte, vs, ve int) bool { return visit(vs, ve) }))
 			case '[':
-				ev.fail(eachElement(ev.d, n.s, func(_, vs, ve int) bool { return visit(vs, ve) }))
+				ev.fail(jsonscan.EachElement(ev.d, n.Start, func(_, vs, ve int) bool { return visit(vs, ve) }))
 			}
 		}
 	}
@@ -952,7 +971,7 @@ func sliceBounds(sel jpSelector, length int64) (lo, hi int64) {
 	return min(max(end, -1), length-1), min(max(start, -1), length-1)
 }
 
-func (ev *jpEval) truth(x jpExpr, cur jpNode) bool {
+func (ev *jpEval) truth(x jpExpr, cur Node) bool {
 	if ev.err != nil {
 		return false
 	}
@@ -984,11 +1003,11 @@ func (ev *jpEval) truth(x jpExpr, cur jpNode) bool {
 	return false
 }
 
-func (ev *jpEval) nodeValue(n jpNode) jv {
+func (ev *jpEval) nodeValue(n Node) jv {
 	d := ev.d
-	switch c := d[n.s]; {
+	switch c := d[n.Start]; {
 	case c == '"':
-		s, _ := unquote(d[n.s:n.e])
+		s, _ := jsonscan.Unquote(d[n.Start:n.End])
 		return jv{kind: 's', s: s}
 	case c == 't':
 		return jv{kind: 'b', b: true}
@@ -999,11 +1018,11 @@ func (ev *jpEval) nodeValue(n jpNode) jv {
 	case c == '{' || c == '[':
 		return jv{kind: 'o', node: n}
 	}
-	f, _ := strconv.ParseFloat(string(d[n.s:n.e]), 64)
+	f, _ := strconv.ParseFloat(string(d[n.Start:n.End]), 64)
 	return jv{kind: 'f', f: f}
 }
 
-func (ev *jpEval) value(o jpOperand, cur jpNode) jv {
+func (ev *jpEval) value(o jpOperand, cur Node) jv {
 	switch {
 	case o.lit != nil:
 		return *o.lit
@@ -1019,11 +1038,11 @@ func (ev *jpEval) value(o jpOperand, cur jpNode) jv {
 	return jv{}
 }
 
-func (ev *jpEval) argValue(a jpArg, cur jpNode) jv {
+func (ev *jpEval) argValue(a jpArg, cur Node) jv {
 	return ev.value(jpOperand{lit: a.lit, query: a.query, fn: a.fn}, cur)
 }
 
-func (ev *jpEval) valueFn(fn *jpFunc, cur jpNode) jv {
+func (ev *jpEval) valueFn(fn *jpFunc, cur Node) jv {
 	switch fn.name {
 	case "length":
 		v := ev.argValue(fn.args[0], cur)
@@ -1032,8 +1051,8 @@ func (ev *jpEval) valueFn(fn *jpFunc, cur jpNode) jv {
 			return jv{kind: 'f', f: float64(utf8.RuneCountInString(v.s))}
 		case 'o':
 			n := 0
-			if ev.d[v.node.s] == '{' {
-				ev.fail(eachMember(ev.d, v.node.s, func([]byte, int, int) bool { n++; return true }))
+			if ev.d[v.node.Start] == '{' {
+				ev.fail(jsonscan.EachMember(ev.d, v.node.Start, func([]byte, int, int) bool { n++; return true }))
 			} else {
 				n = ev.arrayLen(v.node)
 			}
@@ -1052,7 +1071,7 @@ func (ev *jpEval) valueFn(fn *jpFunc, cur jpNode) jv {
 	return jv{}
 }
 
-func (ev *jpEval) logicalFn(fn *jpFunc, cur jpNode) bool {
+func (ev *jpEval) logicalFn(fn *jpFunc, cur Node) bool {
 	v := ev.argValue(fn.args[0], cur)
 	if v.kind != 's' {
 		return false
@@ -1103,8 +1122,8 @@ func equal(ev *jpEval, a, b jv) bool {
 	case 's':
 		return a.s == b.s
 	case 'o':
-		x, err1 := decodeValue(ev.d, a.node.s, a.node.e)
-		y, err2 := decodeValue(ev.d, b.node.s, b.node.e)
+		x, err1 := decodeValue(ev.d, a.node.Start, a.node.End)
+		y, err2 := decodeValue(ev.d, b.node.Start, b.node.End)
 		return err1 == nil && err2 == nil && reflect.DeepEqual(x, y)
 	}
 	return false
@@ -1123,20 +1142,33 @@ func less(a, b jv) bool {
 	return false
 }
 
-// evalJSONPath runs a parsed query over a whole JSON document.
-func evalJSONPath(d []byte, q *jpQuery) ([]jpNode, error) {
-	rs := skipWS(d, 0)
-	re, err := skipValue(d, rs, 0)
+// Select runs the query over the JSON document d and returns the nodes it
+// selects, in the order of RFC 9535. A d that is not JSON gives a
+// *jsonscan.Error; a query that selects too much an *Error with the cause
+// ErrTooManyNodes.
+func (q *Query) Select(d []byte) ([]Node, error) {
+	rs := jsonscan.SkipSpace(d, 0)
+	re, err := jsonscan.SkipValue(d, rs, 0)
 	if err != nil {
 		return nil, err
 	}
-	if e := skipWS(d, re); e != len(d) {
-		return nil, &jsonError{e, "text after the JSON value"}
+	if e := jsonscan.SkipSpace(d, re); e != len(d) {
+		return nil, &jsonscan.Error{Off: e, Msg: "text after the JSON value"}
 	}
-	ev := &jpEval{d: d, root: jpNode{rs, re}, budget: maxJPNodes}
+	ev := &jpEval{d: d, root: Node{rs, re}, budget: maxJPNodes}
 	nodes := ev.run(q, ev.root)
 	if ev.err != nil {
 		return nil, ev.err
 	}
 	return nodes, nil
+}
+
+// decodeValue decodes the value in d[s:e] with encoding/json (numbers as
+// float64).
+func decodeValue(d []byte, s, e int) (any, error) {
+	var v any
+	if err := json.Unmarshal(d[s:e], &v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package offload
+package jsonpath
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/jsonscan"
 )
 
 const bookstore = `{ "store": {
@@ -25,19 +26,19 @@ const bookstore = `{ "store": {
 // selectJSON runs a JSONPath and returns the compacted values.
 func selectJSON(t *testing.T, doc, path string) ([]string, error) {
 	t.Helper()
-	q, err := parseJSONPath(path)
+	q, err := Parse(path)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := evalJSONPath([]byte(doc), q)
+	nodes, err := q.Select([]byte(doc))
 	if err != nil {
 		return nil, err
 	}
 	out := []string{}
 	for _, n := range nodes {
 		var b bytes.Buffer
-		if err := json.Compact(&b, []byte(doc[n.s:n.e])); err != nil {
-			t.Fatalf("%s selected invalid JSON %q", path, doc[n.s:n.e])
+		if err := json.Compact(&b, []byte(doc[n.Start:n.End])); err != nil {
+			t.Fatalf("%s selected invalid JSON %q", path, doc[n.Start:n.End])
 		}
 		out = append(out, b.String())
 	}
@@ -157,77 +158,41 @@ func TestJSONPathSyntaxErrors(t *testing.T) {
 		{`$.a b`, "unexpected"},
 		{`$[?1]`, "a literal alone is not a test"},
 		{`$[?match(@.a, "(")]`, "invalid pattern"},
+		{`$[?@.a == 1.]`, "invalid number at character 13"},
+		{`$[?@.a == 01]`, "invalid number at character 11"},
+		{`$[?@.a == 1e+]`, "invalid number at character 14"},
+		{`$[?@.a == 1e999]`, "number out of range"},
 	}
 	for _, tt := range tests {
-		_, err := parseJSONPath(tt.path)
-		if !errors.Is(err, ErrBadJSONPath) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("parseJSONPath(%q) = %v; want ErrBadJSONPath containing %q", tt.path, err, tt.want)
+		_, err := Parse(tt.path)
+		if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v; want ErrSyntax containing %q", tt.path, err, tt.want)
 		}
 	}
 }
 
-func TestReadJSONPathPagingAndStrings(t *testing.T) {
-	long := strings.Repeat("é line of text\n", 2000)
-	doc, _ := json.Marshal(map[string]any{"textBlocks": []any{map[string]any{"index": 0, "text": long}, map[string]any{"index": 2, "text": "second"}}})
-	var got strings.Builder
-	off := int64(0)
-	for pages := 0; ; pages++ {
-		a := mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.textBlocks[0].text","offset":`+itoa64(off)+`}`)
-		res, err := readJSONPath(testID, doc, a, 3000, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.WriteString(res.Text)
-		m := res.Details.Result
-		if m.ValueType != "string" || m.ValueBytes != int64(len(long)) {
-			t.Fatalf("meta %+v", m)
-		}
-		if m.NextOffset == nil {
-			break
-		}
-		off = *m.NextOffset
-		if pages > 100 {
-			t.Fatal("no end")
-		}
+func TestErrors(t *testing.T) {
+	_, err := Parse("$[")
+	var e *Error
+	if want := `jsonpath: invalid: unexpected end; close the bracket with ] at character 3 of "$["`; !errors.As(err, &e) || !errors.Is(err, ErrSyntax) || err.Error() != want {
+		t.Errorf(`Parse("$[") = %v, want %q`, err, want)
 	}
-	if got.String() != long {
-		t.Errorf("paged string differs: %d bytes, want %d", got.Len(), len(long))
-	}
-	res, err := readJSONPath(testID, doc, mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.textBlocks[*].index"}`), 3000, false)
+	q, err := Parse("$[*,*,*]")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[" + testID + " jsonPath $.textBlocks[*].index: 2 values, shown as a JSON list of 8 bytes]\n[\n0,\n2\n]"
-	if res.Text != want {
-		t.Errorf("list = %q, want %q", res.Text, want)
+	if _, err := q.Select([]byte("[1,2")); !errors.As(err, new(*jsonscan.Error)) {
+		t.Errorf("Select on broken JSON = %v, want a *jsonscan.Error", err)
 	}
-	_, err = readJSONPath(testID, []byte("not json"), mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.a"}`), 3000, false)
-	var ae *ArgError
-	if !errors.As(err, &ae) || ae.Arg != "jsonPath" || !strings.Contains(err.Error(), "not JSON") {
-		t.Errorf("jsonPath on text: %v", err)
+	// Nine nodes from a budget of eight: the evaluation stops.
+	d := []byte("[1,2,3]")
+	ev := &jpEval{d: d, root: Node{0, len(d)}, budget: 8}
+	ev.run(q, ev.root)
+	if !errors.Is(ev.err, ErrTooManyNodes) || !strings.Contains(ev.err.Error(), "narrow it") {
+		t.Errorf("nine nodes from a budget of eight: %v, want ErrTooManyNodes", ev.err)
 	}
-}
-
-func itoa64(n int64) string { b, _ := json.Marshal(n); return string(b) }
-
-func TestUnquoteAndDecodedLen(t *testing.T) {
-	for _, s := range []string{"plain", "tab\tnew\nline", `quote" back\ slash`, "ünïcödé \U0001F600", "\u2028\x01", ""} {
-		raw, _ := json.Marshal(s)
-		got, ok := unquote(raw)
-		if !ok || got != s {
-			t.Errorf("unquote(%s) = %q, %v", raw, got, ok)
-		}
-		if n := decodedLen(raw); n != int64(len(s)) {
-			t.Errorf("decodedLen(%s) = %d, want %d", raw, n, len(s))
-		}
-		for skip := 0; skip <= len(s); skip++ {
-			part, _ := appendUnquoted(nil, raw, int64(skip), 3)
-			if want := s[skip:min(len(s), skip+3)]; string(part) != want {
-				t.Errorf("appendUnquoted(%s, %d, 3) = %q, want %q", raw, skip, part, want)
-			}
-		}
-	}
-	if got, _ := unquote([]byte(`"\ud83d\ude00 \ud800"`)); got != "\U0001F600 \uFFFD" {
-		t.Errorf("surrogates: %q", got)
+	ev = &jpEval{d: d, root: Node{0, len(d)}, budget: 9}
+	if nodes := ev.run(q, ev.root); ev.err != nil || len(nodes) != 9 {
+		t.Errorf("nine nodes from a budget of nine: %d, %v", len(nodes), ev.err)
 	}
 }
