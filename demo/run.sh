@@ -9,6 +9,9 @@ bin="$root/tools/node_modules/.bin"
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
 mkdir -p "$dir/agent" "$dir/home" "$dir/project"
+# pi keeps the last 2k tokens on a compaction (default 20k), so /relay has
+# something to replace after a single long answer.
+echo '{"compaction":{"keepRecentTokens":2000}}' > "$dir/agent/settings.json"
 printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
 
 export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent"
@@ -41,6 +44,9 @@ pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   4. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
   5. Leave pi alone for 30 s after a run: a "✦ Recap" card written by the demo's
      recap model says what the run did and the next step (ctrl+o shows the model).
+  6. Type  fill the session  (a long report), then anything else, then  /relay : the
+     conversation becomes a deterministic handoff note plus the latest exchange, without a
+     model call. Ask  what did the report find?  : the model fetches it back with recall.
 Files of this run: $dir
 Press Enter to start.
 TXT
@@ -68,3 +74,12 @@ session=$(grep -l 'show me the build log' "$dir"/agent/sessions/*/*.jsonl | head
 echo
 echo "\$ pi-session engine recap <the build-log session>   # what a recap would send"
 "$root/bin/pi-session" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | cut -c1-160 | head -24
+
+# The relay scene: /relay exists in interactive and RPC sessions only, so
+# outside a terminal it runs in RPC mode.
+echo
+echo "\$ pi-session --mode rpc   (relay: a long session, /relay, recall)"
+node "$root/demo/relay-rpc.mjs" "$root/bin/pi-session" "${args[@]}" -- \
+  "fill the session with the profiling report" "thanks; now check the tests" "/relay" "what did the report find?"
+echo
+echo "relay notes written: $(ls "$dir/agent/context-relay"/*/ 2>/dev/null | tr '\n' ' ')"
