@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pi-session/pi-session/hooks"
@@ -25,7 +26,11 @@ func TestTypeScript(t *testing.T) {
 	if len(tests) == 0 {
 		t.Fatal("no pi-session/*.test.ts")
 	}
-	cmd := exec.Command(filepath.Join(pitest.ToolsBin(t), "node"), append([]string{"--test", "--test-reporter=dot"}, tests...)...)
+	// A test that hangs fails after a minute with its name, instead of
+	// holding the whole suite until go test's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(pitest.ToolsBin(t), "node"), append([]string{"--test", "--test-reporter=spec", "--test-timeout=60000"}, tests...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
