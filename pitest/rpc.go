@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -59,17 +60,26 @@ func StartRPC(t testing.TB, cmd *exec.Cmd) *RPC {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe rather than StdoutPipe: the cleanup can close its read
+	// end, which ends the reader even while a process that escaped the
+	// killed group (pi in its own group under the wrapper) still holds the
+	// write end.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdout = w
 	r.stdin = stdin
 	cmd.Stderr = &lockedWriter{mu: &r.mu, w: &r.stderr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		t.Fatal(err)
 	}
 	go func() {
+		defer stdout.Close()
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 1<<30)
 		for sc.Scan() {
@@ -91,7 +101,13 @@ func StartRPC(t testing.TB, cmd *exec.Cmd) *RPC {
 		case <-r.done:
 		default:
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-r.done
+			select {
+			case <-r.done:
+			case <-time.After(10 * time.Second):
+				t.Logf("pitest: a process outside the killed group still holds the RPC output; closing it")
+				stdout.Close()
+				<-r.done
+			}
 		}
 	})
 	return r
