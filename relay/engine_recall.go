@@ -259,7 +259,7 @@ func lineHas(line []byte, terms []QueryTerm) bool {
 			words(line, func(w []byte, _ int) bool {
 				var low []byte
 				emitWord(w, &low, true, func(t []byte) {
-					if !found && q.matches(string(t)) > 0 {
+					if !found && q.matches(t) > 0 {
 						found = true
 					}
 				})

@@ -1,12 +1,11 @@
 package relay
 
 import (
-	"encoding/binary"
+	"bytes"
 	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/pi-session/pi-session/session"
 )
@@ -24,17 +23,12 @@ type Index struct {
 	n    int           // f.Entries[:n] are indexed
 
 	docs     []doc
-	dict     map[string]int32 // term -> term id
-	terms    []string         // term id -> term
-	post     [][]byte         // term id -> postings: uvarint doc delta, uvarint tf
-	lastDoc  []int32          // term id -> last doc in its postings
-	df       []int32
+	dict     termDict
 	sorted   []int32 // term ids in term order, for prefix lookups
 	totalLen int64
-	tf       []int32 // scratch of add: term id -> count in the document
-	touched  []int32 // scratch of add: the term ids counted
-	text     []byte  // scratch of add: unescaped text
-	low      []byte  // scratch of add: lowercased words
+	local    docTerms // scratch of add: the terms of the document
+	text     []byte   // scratch of add: unescaped text
+	low      []byte   // scratch of add: lowercased words
 }
 
 // doc is one searchable text: an entry's message, or a replacement.
@@ -46,7 +40,7 @@ type doc struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{dict: map[string]int32{}}
+	return &Index{dict: newTermDict()}
 }
 
 // Update indexes the entries f has gained since the last call. It starts
@@ -123,59 +117,39 @@ func entryIndex(f *session.File, e *session.Entry) int32 {
 
 func (ix *Index) add(entry, target int32, raw []byte) {
 	id := int32(len(ix.docs))
-	ix.touched = ix.touched[:0]
 	var n uint32
+	lt := &ix.local
+	lt.reset()
 	walkTextBuf(raw, &ix.text, func(text []byte) bool {
-		ix.low = tokenizeBuf(text, ix.low, func(t []byte) {
-			n++
-			tid, ok := ix.dict[string(t)]
-			if !ok {
-				tid = int32(len(ix.terms))
-				s := string(t)
-				ix.dict[s] = tid
-				ix.terms = append(ix.terms, s)
-				ix.post = append(ix.post, nil)
-				ix.lastDoc = append(ix.lastDoc, -1)
-				ix.df = append(ix.df, 0)
-				ix.tf = append(ix.tf, 0)
-			}
-			if ix.tf[tid] == 0 {
-				ix.touched = append(ix.touched, tid)
-			}
-			ix.tf[tid]++
+		words(text, func(w []byte, _ int) bool {
+			n += lt.word(w, &ix.low)
+			return true
 		})
 		return true
 	})
-	if n == 0 {
-		return
-	}
-	ix.docs = append(ix.docs, doc{entry: entry, target: target, length: n})
-	ix.totalLen += int64(n)
-	var buf [2 * binary.MaxVarintLen32]byte
-	for _, tid := range ix.touched {
-		tf := ix.tf[tid]
-		ix.tf[tid] = 0
-		delta := id - ix.lastDoc[tid]
-		k := binary.PutUvarint(buf[:], uint64(delta))
-		k += binary.PutUvarint(buf[k:], uint64(tf))
-		ix.post[tid] = append(ix.post[tid], buf[:k]...)
-		ix.lastDoc[tid] = id
-		ix.df[tid]++
+	if n > 0 {
+		ix.docs = append(ix.docs, doc{entry: entry, target: target, length: n})
+		ix.totalLen += int64(n)
+		for _, e := range lt.ents {
+			tid := ix.dict.intern(lt.arena[e.off:e.off+e.n], e.h)
+			ix.dict.post.add(&ix.dict.terms[tid], id, e.tf)
+		}
 	}
 }
 
 // sortTerms brings the prefix table up to date with new terms.
 func (ix *Index) sortTerms() {
-	if len(ix.sorted) == len(ix.terms) {
+	count := ix.dict.count()
+	if len(ix.sorted) == count {
 		return
 	}
-	fresh := make([]int32, 0, len(ix.terms)-len(ix.sorted))
-	for t := int32(len(ix.sorted)); t < int32(len(ix.terms)); t++ {
+	fresh := make([]int32, 0, count-len(ix.sorted))
+	for t := int32(len(ix.sorted)); t < int32(count); t++ {
 		fresh = append(fresh, t)
 	}
-	byTerm := func(a, b int32) int { return strings.Compare(ix.terms[a], ix.terms[b]) }
+	byTerm := func(a, b int32) int { return bytes.Compare(ix.dict.term(a), ix.dict.term(b)) }
 	slices.SortFunc(fresh, byTerm)
-	merged := make([]int32, 0, len(ix.terms))
+	merged := make([]int32, 0, count)
 	i, j := 0, 0
 	for i < len(ix.sorted) && j < len(fresh) {
 		if byTerm(ix.sorted[i], fresh[j]) <= 0 {
@@ -196,20 +170,21 @@ const maxExpansions = 2000
 // expand returns the term ids a query term matches, with their weights.
 func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
 	add := func(tid int32) {
-		if w := q.matches(ix.terms[tid]); w > 0 && !slices.Contains(ids, tid) {
+		if w := q.matches(ix.dict.term(tid)); w > 0 && !slices.Contains(ids, tid) {
 			ids = append(ids, tid)
 			weights = append(weights, w)
 		}
 	}
-	if tid, ok := ix.dict[q.Text]; ok {
+	if tid := ix.dict.find([]byte(q.Text), hashTerm([]byte(q.Text))); tid >= 0 {
 		add(tid)
 	}
 	prefix := func(p string) {
 		if p == "" {
 			return
 		}
-		i := sort.Search(len(ix.sorted), func(i int) bool { return ix.terms[ix.sorted[i]] >= p })
-		for n := 0; i < len(ix.sorted) && n < maxExpansions && strings.HasPrefix(ix.terms[ix.sorted[i]], p); i, n = i+1, n+1 {
+		pb := []byte(p)
+		i := sort.Search(len(ix.sorted), func(i int) bool { return bytes.Compare(ix.dict.term(ix.sorted[i]), pb) >= 0 })
+		for n := 0; i < len(ix.sorted) && n < maxExpansions && bytes.HasPrefix(ix.dict.term(ix.sorted[i]), pb); i, n = i+1, n+1 {
 			add(ix.sorted[i])
 		}
 	}
@@ -321,18 +296,13 @@ func (ix *Index) search(terms []QueryTerm, sc *scope, verify func(d doc, t Query
 		want |= bit
 		var touched []int32
 		for k, tid := range ids {
-			p := ix.post[tid]
-			d := int32(-1)
-			for len(p) > 0 {
-				delta, a := binary.Uvarint(p)
-				tf, c := binary.Uvarint(p[a:])
-				p = p[a+c:]
-				d += int32(delta)
+			w := ws[k]
+			ix.dict.post.each(&ix.dict.terms[tid], func(d int32, tf uint32) {
 				if tfw[d] == 0 {
 					touched = append(touched, d)
 				}
-				tfw[d] += ws[k] * float32(tf)
-			}
+				tfw[d] += w * float32(tf)
+			})
 		}
 		df := float64(len(touched))
 		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))

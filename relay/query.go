@@ -58,15 +58,15 @@ func stem(t string) string {
 // matches reports how a text term answers a query term: 1 for the same
 // word, 0.7 when the query is a prefix of it (3 letters at least), 0.5
 // when the query's stem is, 0 otherwise.
-func (q QueryTerm) matches(term string) float32 {
+func (q QueryTerm) matches(term []byte) float32 {
 	switch {
-	case term == q.Text:
+	case string(term) == q.Text:
 		return 1
-	case len(q.Text) >= 3 && strings.HasPrefix(term, q.Text):
+	case len(q.Text) >= 3 && len(term) >= len(q.Text) && string(term[:len(q.Text)]) == q.Text:
 		return 0.7
-	case q.Stem != "" && strings.HasPrefix(term, q.Stem):
+	case q.Stem != "" && len(term) >= len(q.Stem) && string(term[:len(q.Stem)]) == q.Stem:
 		return 0.5
-	case !q.Indexable && len(term) < len(q.Text) && strings.HasPrefix(q.Text, term):
+	case !q.Indexable && len(term) < len(q.Text) && q.Text[:len(term)] == string(term):
 		// The index keeps only the start of a long hash.
 		return 0.7
 	}

@@ -366,13 +366,13 @@ func findTerm(buf []byte, from int, order []QueryTerm) (int, int) {
 		words(buf[from:], func(w []byte, i int) bool {
 			var low []byte
 			emitWord(w, &low, false, func(t []byte) {
-				if at < 0 && q.matches(string(t)) > 0 {
+				if at < 0 && q.matches(t) > 0 {
 					at, end = from+i, from+i+len(w)
 				}
 			})
 			if at < 0 {
 				low = lowerInto(low[:0], w)
-				if q.matches(string(low)) > 0 {
+				if q.matches(low) > 0 {
 					at, end = from+i, from+i+len(w)
 				}
 			}

@@ -16,21 +16,24 @@ import (
 // maxTermLen bounds an indexed term; longer tokens are cut there.
 const maxTermLen = 40
 
-// tokenize calls fn with each term of text, lowercased.
-func tokenize(text []byte, fn func(term []byte)) { tokenizeBuf(text, nil, fn) }
-
-// tokenizeBuf is tokenize with a scratch buffer for lowercasing, which it
-// returns (grown) for the next call.
-func tokenizeBuf(text, low []byte, fn func(term []byte)) []byte {
+// tokenize calls fn with each term of text, lowercased. The index counts
+// the same terms through docTerms, which remembers how each word split.
+func tokenize(text []byte, fn func(term []byte)) {
+	var low []byte
 	words(text, func(word []byte, _ int) bool {
-		if isASCIIWord(word) {
-			low = emitASCII(word, low, fn)
-		} else {
-			emitWord(word, &low, true, fn)
-		}
+		splitWord(word, &low, fn)
 		return true
 	})
-	return low
+}
+
+// splitWord calls fn with the terms of one word (a run of letters and
+// digits), lowercasing into the scratch buffer *low.
+func splitWord(word []byte, low *[]byte, fn func(term []byte)) {
+	if isASCIIWord(word) {
+		*low = emitASCII(word, *low, fn)
+	} else {
+		emitWord(word, low, true, fn)
+	}
 }
 
 // byteClass classifies ASCII bytes: 0 a separator, 1 lower, 2 upper, 3
@@ -104,7 +107,9 @@ func words(text []byte, fn func(word []byte, at int) bool) {
 }
 
 // emitASCII is emitWord for a word of ASCII letters and digits, without
-// decoding runes; it returns the scratch buffer.
+// decoding runes; it returns the scratch buffer. Its parts are all digits
+// or all letters, so termOf's rules come down to: a number of more than 6
+// digits is left out, a longer part is cut at maxTermLen.
 func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
 	low = low[:0]
 	for _, c := range word {
@@ -119,6 +124,18 @@ func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
 		}
 		return low
 	}
+	part := func(p []byte, digits bool) {
+		switch {
+		case digits:
+			if len(p) <= 6 {
+				fn(p)
+			}
+		case len(p) > maxTermLen:
+			fn(p[:maxTermLen])
+		default:
+			fn(p)
+		}
+	}
 	parts, start := 0, 0
 	prev := byteClass[word[0]]
 	for i := 1; i < len(word); i++ {
@@ -132,21 +149,16 @@ func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
 		}
 		if cut > start {
 			parts++
-			if t, ok := termOf(low[start:cut]); ok {
-				fn(t)
-			}
+			part(low[start:cut], byteClass[word[start]] == 3)
 			start = cut
 		}
 		prev = cl
 	}
 	parts++
-	if t, ok := termOf(low[start:]); ok {
-		fn(t)
-	}
+	part(low[start:], byteClass[word[start]] == 3)
 	if parts > 1 {
-		if t, ok := termOf(low); ok {
-			fn(t)
-		}
+		// Letters and digits, or camelCase humps: never all digits.
+		part(low, false)
 	}
 	return low
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -51,5 +52,25 @@ func TestWalkText(t *testing.T) {
 	walkText([]byte(`"just text"`), func(b []byte) bool { s = append(s, strings.Clone(string(b))); return true })
 	if len(s) != 1 || s[0] != "just text" {
 		t.Errorf("walkText of a string = %q", s)
+	}
+}
+
+// TestEmitASCIISameAsGeneral: the ASCII fast path splits every word as the
+// general one (runes, termOf on every part) does.
+func TestEmitASCIISameAsGeneral(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "aZ09fFbx"
+	for i := 0; i < 50000; i++ {
+		w := make([]byte, 1+r.IntN(50))
+		for k := range w {
+			w[k] = alphabet[r.IntN(len(alphabet))]
+		}
+		var fast, general []string
+		emitASCII(w, nil, func(b []byte) { fast = append(fast, string(b)) })
+		var low []byte
+		emitWord(w, &low, true, func(b []byte) { general = append(general, string(b)) })
+		if d := cmp.Diff(general, fast); d != "" {
+			t.Fatalf("emitASCII(%q) differs from emitWord (-general +fast):\n%s", w, d)
+		}
 	}
 }
