@@ -64,31 +64,125 @@ type FileChange struct {
 	Write bool
 }
 
-// view is one branch as the model sees it: the projection of the whole
-// branch (not only the part after the latest compaction) with context_edit
-// applied, and the entries of the current context.
+// view is one branch as the model sees it, read lazily in one pass: an
+// entry's content is looked at only by the section that needs it, with
+// context_edit applied (an omitted entry gives nothing, a replaced one its
+// replacement), and the rest of the entry is never decoded. Nothing is
+// projected beyond the kept tail, whose size decides the cut.
 type view struct {
 	branch  []*session.Entry
-	index   map[string]int // entry id -> position in branch
-	msgs    []session.Message
-	context map[string]bool // entry ids in the current context
+	edits   map[string]*session.Entry // target id -> the latest context_edit of it on the branch
+	context []bool                    // by position: in the current context
 }
 
 func newView(branch []*session.Entry) *view {
-	v := &view{branch: branch, index: make(map[string]int, len(branch)), context: map[string]bool{}}
-	noCompactions := make([]*session.Entry, 0, len(branch))
-	for i, e := range branch {
-		v.index[e.ID] = i
-		if e.Type != "compaction" {
-			noCompactions = append(noCompactions, e)
+	v := &view{branch: branch, edits: map[string]*session.Entry{}}
+	for _, e := range branch {
+		if e.Type == "context_edit" {
+			if id, ok := session.MemberString(e.Raw, "targetId"); ok {
+				v.edits[id] = e
+			}
 		}
 	}
-	// Without its compactions, the branch projects whole, every edit applied.
-	v.msgs = session.Project(noCompactions)
-	for _, e := range session.ContextEntries(branch) {
-		v.context[e.ID] = true
-	}
+	v.context = contextMask(branch)
 	return v
+}
+
+// contextMask marks the entries of branch that session.ContextEntries
+// keeps: the latest compaction, the kept range before it, all after it.
+func contextMask(branch []*session.Entry) []bool {
+	mask := make([]bool, len(branch))
+	ctx := session.ContextEntries(branch)
+	i := 0
+	if len(ctx) > 0 && ctx[0].Type == "compaction" {
+		// The latest compaction comes first; the rest is in branch order.
+		for k := len(branch) - 1; k >= 0; k-- {
+			if branch[k] == ctx[0] {
+				mask[k] = true
+				break
+			}
+		}
+		ctx = ctx[1:]
+	}
+	for _, e := range ctx {
+		for i < len(branch) && branch[i] != e {
+			i++
+		}
+		if i < len(branch) {
+			mask[i] = true
+		}
+	}
+	return mask
+}
+
+// pos is the position of entry id on the branch, or -1.
+func (v *view) pos(id string) int {
+	if id == "" {
+		return -1
+	}
+	for i := len(v.branch) - 1; i >= 0; i-- {
+		if v.branch[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// visible reports whether the model sees entry e (no context_edit omits
+// it) and returns the content it sees: the replacement's for an edited
+// user, assistant, tool result or custom message (nil when the
+// replacement has none), the stored one otherwise. Only message and
+// custom_message entries have content.
+func (v *view) visible(e *session.Entry) (content json.RawMessage, ok bool) {
+	var holder json.RawMessage // the object content is a member of
+	role := e.Role
+	switch e.Type {
+	case "message":
+		holder = e.Message()
+	case "custom_message":
+		holder, role = e.Raw, "custom"
+	default:
+		return nil, false
+	}
+	if holder == nil {
+		return nil, false
+	}
+	if ed := v.edits[e.ID]; ed != nil {
+		rep := session.Member(ed.Raw, "replacement")
+		if len(rep) == 0 || rep[0] != '{' {
+			return nil, false // omitted
+		}
+		switch role {
+		case "user", "assistant", "toolResult", "custom":
+			return session.Member(rep, "content"), true
+		}
+	}
+	return firstMember(holder, "content"), true
+}
+
+// firstMember is the value of the first member key of the JSON object raw:
+// pi writes the members a note needs (role, toolCallId, toolName, content)
+// ahead of the large ones, so the scan stops early.
+func firstMember(raw []byte, key string) json.RawMessage {
+	var v json.RawMessage
+	session.Members(raw, func(k string, value json.RawMessage) bool {
+		if k == key {
+			v = value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// firstString is firstMember's value as a string, or "".
+func firstString(raw []byte, key string) string {
+	v := firstMember(raw, key)
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _, _ := session.StringPrefix(v, len(v))
+	return s
 }
 
 // KeptFrom decides where the kept part of the context starts: the last user
@@ -102,23 +196,34 @@ func KeptFrom(branch []*session.Entry, piFirstKept string, tailMaxChars int) str
 
 func (v *view) keptFrom(piFirstKept string, tailMaxChars int) string {
 	last := -1
-	for i := len(v.msgs) - 1; i >= 0; i-- {
-		if v.msgs[i].Role == "user" && v.context[v.msgs[i].EntryID] {
-			last = i
-			break
+	for i := len(v.branch) - 1; i >= 0 && last < 0; i-- {
+		if e := v.branch[i]; e.Type == "message" && e.Role == "user" && v.context[i] {
+			if _, ok := v.visible(e); ok {
+				last = i
+			}
 		}
 	}
 	if last < 0 {
 		return piFirstKept
 	}
-	id := v.msgs[last].EntryID
-	chars := 0
-	for _, m := range v.msgs[last:] {
-		chars += m.Tokens() * 4
+	id := v.branch[last].ID
+	piAt := v.pos(piFirstKept)
+	if piAt <= last {
+		return id
 	}
-	piAt, ok := v.index[piFirstKept]
-	if chars > tailMaxChars && ok && piAt > v.index[id] {
-		return piFirstKept
+	// The tail's size as pi estimates it (characters are 4 per token),
+	// counted only as far as the limit.
+	tail := make([]*session.Entry, 0, len(v.branch)-last)
+	for _, e := range v.branch[last:] {
+		if e.Type != "compaction" {
+			tail = append(tail, e)
+		}
+	}
+	chars := 0
+	for _, m := range session.Project(tail) {
+		if chars += m.Tokens() * 4; chars > tailMaxChars {
+			return piFirstKept
+		}
 	}
 	return id
 }
@@ -135,127 +240,138 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	if h != nil {
 		f.SessionID, f.Cwd, f.Started = h.ID, h.Cwd, h.Timestamp
 	}
-	keptAt, ok := v.index[keptFrom]
-	if !ok {
+	keptAt := v.pos(keptFrom)
+	if keptAt < 0 {
 		keptAt = len(branch)
 	}
-	for _, e := range branch[:keptAt] {
-		if v.context[e.ID] && e.Type != "compaction" {
-			f.Leaving++
-		}
-		if e.Type == "compaction" {
-			if d := session.Member(e.Raw, "details"); d != nil {
-				if r := session.Member(d, "relay"); string(r) == "true" {
+	var users []UserText
+	subs := newSubagents()
+	files := map[string]*FileChange{}
+	last := map[string]int{} // path -> the number of its latest change
+	changes := 0
+	// One pass in branch order, so a later record of a subagent wins.
+	for at, e := range branch {
+		if at < keptAt {
+			if v.context[at] && e.Type != "compaction" {
+				f.Leaving++
+			}
+			if e.Type == "compaction" {
+				if d := session.Member(e.Raw, "details"); d != nil && string(session.Member(d, "relay")) == "true" {
 					f.Relays++
 				}
 			}
 		}
-	}
-	var users []UserText
-	var answers []session.Message
-	subs := newSubagents()
-	files := map[string]*FileChange{}
-	var order []string
-	byEntry := map[string][]session.Message{}
-	for _, m := range v.msgs {
-		byEntry[m.EntryID] = append(byEntry[m.EntryID], m)
-	}
-	// One pass in branch order, so a later record of a subagent wins.
-	for at, e := range branch {
-		if e.Type == "custom" {
+		switch e.Type {
+		case "custom":
 			// subagents:record entries are extension state, not messages.
-			if ct, _ := session.MemberString(e.Raw, "customType"); ct == "subagents:record" {
+			if firstString(e.Raw, "customType") == "subagents:record" {
 				subs.record(session.Member(e.Raw, "data"), e.Timestamp)
 			}
 			continue
-		}
-		for _, m := range byEntry[e.ID] {
-			switch m.Role {
-			case "user":
-				ut := string(text(session.Member(m.Raw, "content"), 0))
-				users = append(users, UserText{EntryID: m.EntryID, Text: ut})
-				if at >= keptAt {
-					continue
-				}
-				if v.context[m.EntryID] {
-					f.Instructions = append(f.Instructions, Instruction{EntryID: m.EntryID, Time: minute(e.Timestamp), Text: ut})
-				} else {
-					f.Earlier = append(f.Earlier, ut)
-				}
-			case "assistant":
-				if at < keptAt && bytes.Contains(m.Raw, []byte(`"text"`)) {
-					answers = append(answers, m)
-				}
-				if !bytes.Contains(m.Raw, []byte(`"toolCall"`)) {
-					continue
-				}
-				for _, c := range toolCalls(m) {
-					name := strings.ToLower(c.Name)
-					if name != "edit" && name != "write" && name != "multiedit" {
-						if isAgentTool(c.Name) {
-							subs.launchCall(c.ID, c.Arguments, e.Timestamp)
-						}
-						continue
-					}
-					p, _ := session.MemberString(c.Arguments, "path")
-					if p == "" {
-						p, _ = session.MemberString(c.Arguments, "file_path")
-					}
-					if p == "" {
-						continue
-					}
-					fc := files[p]
-					if fc == nil {
-						fc = &FileChange{Path: p}
-						files[p] = fc
-					}
-					if name == "write" {
-						fc.Write = true
-					} else {
-						fc.Edits++
-					}
-					order = appendMoved(order, p)
-				}
-			case "toolResult":
-				name, _ := session.MemberString(m.Raw, "toolName")
-				if !isAgentTool(name) {
-					continue
-				}
-				a, err := m.Decode()
-				if err != nil {
-					continue
-				}
-				subs.launchResult(a.ToolCallID, contentText(a.Content), a.Details, e.Timestamp)
-			case "custom":
-				ct, _ := session.MemberString(m.Raw, "customType")
-				if ct != "subagent-notification" {
-					continue
-				}
-				a, err := m.Decode()
-				if err != nil {
-					continue
-				}
-				subs.notification(contentText(a.Content), session.Member(m.Raw, "details"), e.Timestamp)
-			}
-		}
-	}
-	// The final answer: the last assistant text before the kept part.
-	for i := len(answers) - 1; i >= 0; i-- {
-		a, err := answers[i].Decode()
-		if err != nil || a.StopReason == "aborted" || a.StopReason == "error" {
+		case "message", "custom_message":
+		default:
 			continue
 		}
-		if t := strings.TrimSpace(a.Content.Text("\n")); t != "" {
-			f.Answer, f.AnswerEntry = t, answers[i].EntryID
-			break
+		content, ok := v.visible(e)
+		if !ok {
+			continue
+		}
+		role := e.Role
+		if e.Type == "custom_message" {
+			role = "custom"
+		}
+		switch role {
+		case "user":
+			ut := string(text(content, 0))
+			users = append(users, UserText{EntryID: e.ID, Text: ut})
+			if at >= keptAt {
+				continue
+			}
+			if v.context[at] {
+				f.Instructions = append(f.Instructions, Instruction{EntryID: e.ID, Time: minute(e.Timestamp), Text: ut})
+			} else {
+				f.Earlier = append(f.Earlier, ut)
+			}
+		case "assistant":
+			if !bytes.Contains(content, []byte(`"toolCall"`)) {
+				continue
+			}
+			for _, c := range toolCalls(content) {
+				name := strings.ToLower(c.Name)
+				if name != "edit" && name != "write" && name != "multiedit" {
+					if isAgentTool(c.Name) {
+						subs.launchCall(c.ID, c.Arguments, e.Timestamp)
+					}
+					continue
+				}
+				p, _ := session.MemberString(c.Arguments, "path")
+				if p == "" {
+					p, _ = session.MemberString(c.Arguments, "file_path")
+				}
+				if p == "" {
+					continue
+				}
+				fc := files[p]
+				if fc == nil {
+					fc = &FileChange{Path: p}
+					files[p] = fc
+				}
+				if name == "write" {
+					fc.Write = true
+				} else {
+					fc.Edits++
+				}
+				changes++
+				last[p] = changes
+			}
+		case "toolResult":
+			msg := e.Message()
+			if !isAgentTool(firstString(msg, "toolName")) {
+				continue
+			}
+			subs.launchResult(firstString(msg, "toolCallId"), string(text(content, 0)), session.Member(msg, "details"), e.Timestamp)
+		case "custom":
+			holder := e.Raw
+			if e.Type == "message" {
+				holder = e.Message()
+			}
+			if firstString(holder, "customType") != "subagent-notification" {
+				continue
+			}
+			subs.notification(string(text(content, 0)), session.Member(holder, "details"), e.Timestamp)
 		}
 	}
+	f.Answer, f.AnswerEntry = v.answer(keptAt)
 	f.Constraints = ExtractConstraints(users)
 	f.Subagents, f.Worktrees = subs.list()
-	for i := len(order) - 1; i >= 0; i-- {
-		f.Files = append(f.Files, *files[order[i]])
+	for _, fc := range files {
+		f.Files = append(f.Files, *fc)
 	}
+	// The latest changed first.
+	sort.Slice(f.Files, func(i, j int) bool { return last[f.Files[i].Path] > last[f.Files[j].Path] })
 	return f
+}
+
+// answer is the last assistant text before the kept part (position
+// keptAt) that did not end aborted or in an error, and its entry.
+func (v *view) answer(keptAt int) (string, string) {
+	for i := keptAt - 1; i >= 0; i-- {
+		e := v.branch[i]
+		if e.Type != "message" || e.Role != "assistant" {
+			continue
+		}
+		content, ok := v.visible(e)
+		if !ok || content == nil {
+			continue
+		}
+		if stop, _ := session.MemberString(e.Message(), "stopReason"); stop == "aborted" || stop == "error" {
+			continue
+		}
+		if t, _, _ := session.TextBlocks(content, "\n", len(content)); strings.TrimSpace(t) != "" {
+			return strings.TrimSpace(t), e.ID
+		}
+	}
+	return "", ""
 }
 
 // toolCall is one toolCall block of an assistant message.
@@ -264,63 +380,32 @@ type toolCall struct {
 	Arguments json.RawMessage
 }
 
-// toolCalls returns the tool calls of an assistant message. pi writes a
-// block's type first, so the blocks are found without decoding the text
-// around them; a message where that does not hold is decoded whole.
-func toolCalls(m session.Message) []toolCall {
-	content := session.Member(m.Raw, "content")
-	marker := []byte(`{"type":"toolCall"`)
+// toolCalls returns the tool calls of an assistant message's content,
+// reading each block's members once, in whatever order they come.
+func toolCalls(content json.RawMessage) []toolCall {
 	var out []toolCall
-	for i := 0; ; {
-		j := bytes.Index(content[i:], marker)
-		if j < 0 {
-			break
+	session.Elements(content, func(block json.RawMessage) bool {
+		var c toolCall
+		typ := ""
+		session.Members(block, func(k string, v json.RawMessage) bool {
+			switch k {
+			case "type":
+				typ, _, _ = session.StringPrefix(v, len(v))
+			case "id":
+				c.ID, _, _ = session.StringPrefix(v, len(v))
+			case "name":
+				c.Name, _, _ = session.StringPrefix(v, len(v))
+			case "arguments":
+				c.Arguments = v
+			}
+			return true
+		})
+		if typ == "toolCall" {
+			out = append(out, c)
 		}
-		block := content[i+j:]
-		id, _ := session.MemberString(block, "id")
-		name, _ := session.MemberString(block, "name")
-		out = append(out, toolCall{ID: id, Name: name, Arguments: session.Member(block, "arguments")})
-		i += j + len(marker)
-	}
-	if len(out) == bytes.Count(content, []byte(`"toolCall"`)) {
-		return out
-	}
-	a, err := m.Decode()
-	if err != nil {
-		return nil
-	}
-	out = out[:0]
-	for _, b := range a.Content.Blocks {
-		if b.Type == "toolCall" {
-			out = append(out, toolCall{ID: b.ID, Name: b.Name, Arguments: b.Arguments})
-		}
-	}
+		return true
+	})
 	return out
-}
-
-// appendMoved appends p, removing an earlier occurrence: the order of last
-// change.
-func appendMoved(order []string, p string) []string {
-	for i, q := range order {
-		if q == p {
-			order = append(order[:i], order[i+1:]...)
-			break
-		}
-	}
-	return append(order, p)
-}
-
-func contentText(c session.Content) string {
-	var parts []string
-	for _, b := range c.Blocks {
-		switch b.Type {
-		case "text":
-			parts = append(parts, b.Text)
-		case "image":
-			parts = append(parts, "[image]")
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // minute shortens an ISO timestamp to "2006-01-02 15:04".
