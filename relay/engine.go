@@ -54,6 +54,12 @@ type Engine struct {
 	logOnce sync.Once
 	log     *rotate.Log
 	logErr  error
+
+	warming map[string]bool // session files being indexed in the background
+	wg      sync.WaitGroup  // the warm-ups running
+	stop    context.Context // done at Close
+	cancel  context.CancelFunc
+	closed  bool
 }
 
 type indexSlot struct {
@@ -76,7 +82,9 @@ func New(opt Options) *Engine {
 	if opt.MaxIndexes <= 0 {
 		opt.MaxIndexes = 4
 	}
-	return &Engine{opt: opt, indexes: map[string]*indexSlot{}, pending: map[string]*pendingNote{}, locks: map[string]*sync.Mutex{}}
+	stop, cancel := context.WithCancel(context.Background())
+	return &Engine{opt: opt, indexes: map[string]*indexSlot{}, pending: map[string]*pendingNote{}, locks: map[string]*sync.Mutex{},
+		warming: map[string]bool{}, stop: stop, cancel: cancel}
 }
 
 // Dir is where the notes of a session are stored.
@@ -359,8 +367,13 @@ func (e *Engine) Log(l LogEntry) error {
 	return e.log.AppendJSON(l)
 }
 
-// Close releases the log.
+// Close stops the warm-ups, waits for them, and releases the log.
 func (e *Engine) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
 	if e.log != nil {
 		return e.log.Close()
 	}

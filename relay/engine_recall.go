@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -137,9 +138,22 @@ func clipID(s string) string {
 	return s
 }
 
-// index returns the session's index brought up to date with f.
+// index returns the session's index brought up to date with f. The
+// caller holds f (its Reader's lock); the index's own lock is taken here,
+// so a warm-up and a recall never update it at once.
 func (e *Engine) index(path string, f *session.File) *Index {
+	s := e.slot(path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ix.Update(f)
+	return s.ix
+}
+
+// slot returns the index slot of path, making one (and dropping the least
+// recently used beyond MaxIndexes) if there is none.
+func (e *Engine) slot(path string) *indexSlot {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.tick++
 	s := e.indexes[path]
 	if s == nil {
@@ -156,9 +170,63 @@ func (e *Engine) index(path string, f *session.File) *Index {
 		e.indexes[path] = s
 	}
 	s.used = e.tick
+	return s
+}
+
+// warmSlice is how many bytes of entries a warm-up indexes while it holds
+// the session file: other readers of the file wait at most that long.
+var warmSlice = 4 << 20
+
+// Warm brings the recall index of the session file at path up to date in
+// the background, a slice at a time, so that the first recall of a long
+// session finds it built. It does nothing while nothing of the file has
+// left a context (it has no compaction), and nothing when a warm-up of
+// path is running already. Close stops it.
+func (e *Engine) Warm(read Reader, path string) {
+	e.mu.Lock()
+	if e.closed || e.warming[path] || path == "" {
+		e.mu.Unlock()
+		return
+	}
+	e.warming[path] = true
+	e.wg.Add(1)
 	e.mu.Unlock()
-	s.ix.Update(f)
-	return s.ix
+	go func() {
+		defer e.wg.Done()
+		defer func() {
+			e.mu.Lock()
+			delete(e.warming, path)
+			e.mu.Unlock()
+		}()
+		for first := true; e.stop.Err() == nil; first = false {
+			done := true
+			err := read(path, func(f *session.File) error {
+				if first && !hasCompaction(f) {
+					return nil
+				}
+				s := e.slot(path)
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				done = s.ix.UpdateSome(f, warmSlice)
+				return nil
+			})
+			if err != nil || done {
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+}
+
+// hasCompaction reports whether some entry of f is a compaction: before
+// one, nothing has left the context and recall has nothing to search.
+func hasCompaction(f *session.File) bool {
+	for _, e := range f.Entries {
+		if e.Type == "compaction" {
+			return true
+		}
+	}
+	return false
 }
 
 // Indexed reports how many entries of the file at path the engine has

@@ -46,7 +46,12 @@ func NewIndex() *Index {
 // Update indexes the entries f has gained since the last call. It starts
 // over when f is another File than the one indexed (the file was replaced
 // or reopened).
-func (ix *Index) Update(f *session.File) {
+func (ix *Index) Update(f *session.File) { ix.UpdateSome(f, -1) }
+
+// UpdateSome is Update that stops once it has read about budget bytes of
+// entries (all of them when budget < 0), and reports whether the index is
+// up to date with f.
+func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 	if ix.file != f || ix.n > len(f.Entries) {
 		*ix = *NewIndex()
 		ix.file = f
@@ -56,15 +61,16 @@ func (ix *Index) Update(f *session.File) {
 		// garbage sooner, so the peak stays near what is kept.
 		defer debug.SetGCPercent(debug.SetGCPercent(20))
 	}
-	for i := ix.n; i < len(f.Entries); i++ {
-		e := f.Entries[i]
-		raw, target := docText(f, e)
-		if raw == nil {
-			continue
+	read := 0
+	for ix.n < len(f.Entries) && (budget < 0 || read < budget) {
+		e := f.Entries[ix.n]
+		read += len(e.Raw)
+		if raw, target := docText(f, e); raw != nil {
+			ix.add(int32(ix.n), target, raw)
 		}
-		ix.add(int32(i), target, raw)
+		ix.n++
 	}
-	ix.n = len(f.Entries)
+	return ix.n == len(f.Entries)
 }
 
 // Entries is the number of file entries indexed.

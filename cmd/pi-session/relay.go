@@ -54,6 +54,7 @@ func (h *relayHost) engine() hooks.Engine {
 			"note":    h.note,
 			"discard": h.discard,
 			"recall":  h.recall,
+			"warm":    h.warm,
 			"log":     h.log,
 		},
 	}
@@ -76,7 +77,22 @@ func (h *relayHost) config(ctx context.Context, r *hooks.Request) (any, error) {
 	h.mu.Lock()
 	h.cfgs[r.Peer.Hello.SessionID] = rc
 	h.mu.Unlock()
+	// A resumed session with compactions: index what left its context now,
+	// so that the first recall does not wait for it.
+	if main_(r.Peer) == nil {
+		h.eng.Warm(r.Sessions().With, r.Peer.Hello.SessionFile)
+	}
 	return rc, nil
+}
+
+// warm brings the session's recall index up to date in the background
+// (after a compaction).
+func (h *relayHost) warm(ctx context.Context, r *hooks.Request) (any, error) {
+	if err := main_(r.Peer); err != nil {
+		return nil, err
+	}
+	h.eng.Warm(r.Sessions().With, r.Peer.Hello.SessionFile)
+	return nil, nil
 }
 
 func (h *relayHost) cfg(sessionID string) relay.Config {

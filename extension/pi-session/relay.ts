@@ -369,6 +369,11 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			if (!sawRequest) requestAt = lastAssistantTime(ctx) ?? requestAt;
 			armExpiry(ctx);
 		});
+		// After any compaction (a relay or pi's own), what left the context is
+		// indexed for recall in the background.
+		pi.on("session_compact", () => {
+			void kit.ask("relay.warm", {}, { timeoutMs: 2000 });
+		});
 		pi.on("session_before_switch", () => {
 			generation++;
 			clearTimer();
