@@ -1,13 +1,14 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
 )
 
@@ -67,91 +68,110 @@ func DefaultConfig() Config {
 // ParseConfig reads a configuration. A missing key, or one of the wrong
 // type or out of range, keeps its default and adds a warning naming it; a
 // file that is not a JSON object keeps every default. Unknown keys are
-// reported too, so a typo does not pass silently.
-func ParseConfig(data []byte) (Config, []string) {
+// reported too, so a typo does not pass silently. Warnings are placed as
+// "name:line:column: field "limits.total": ..." (jsonpos.Message; "line
+// L, column C" without a name).
+func ParseConfig(name string, data []byte) (Config, []string) {
 	c := DefaultConfig()
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		msg := "not a JSON object"
-		if err != nil {
-			msg = err.Error()
-		}
-		return c, []string{fmt.Sprintf("not valid JSON (%s): every key has its default", msg)}
-	}
 	var warn []string
-	boolKey := func(m map[string]json.RawMessage, prefix, key string, dst *bool) {
-		raw, ok := m[key]
-		if !ok {
-			return
+	say := func(off int64, field, format string, a ...any) {
+		warn = append(warn, jsonpos.Message(name, jsonpos.At(data, off), field, fmt.Sprintf(format, a...)))
+	}
+	top, ok := jsonpos.Members(data)
+	if !ok {
+		if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
+			pos, what := jsonpos.SyntaxError(data, err)
+			return c, []string{jsonpos.Message(name, pos, "", what+": every key has its default")}
 		}
-		delete(m, key)
-		if err := json.Unmarshal(raw, dst); err != nil || string(raw) == "null" {
-			warn = append(warn, fmt.Sprintf("%s%s is %s, want true or false: default %v used", prefix, key, jsonpos.Kind(raw), *dst))
+		start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+		say(start, "", "the file holds %s, not an object: every key has its default", jsonpos.Kind(data))
+		return c, warn
+	}
+	boolKey := func(m jsonpos.Member, field string, dst *bool) {
+		if err := json.Unmarshal(m.Value, dst); err != nil || string(m.Value) == "null" {
+			say(m.Offset, field, "is %s, want true or false: default %v used", jsonpos.Kind(m.Value), *dst)
 		}
 	}
-	intKey := func(m map[string]json.RawMessage, prefix, key string, dst *int, lo, hi int) {
-		raw, ok := m[key]
-		if !ok {
-			return
-		}
-		delete(m, key)
+	intKey := func(m jsonpos.Member, field string, dst *int, lo, hi int) {
 		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || string(raw) == "null" || f != float64(int(f)) || int(f) < lo || int(f) > hi {
-			warn = append(warn, fmt.Sprintf("%s%s is %s, want a whole number from %d to %d: default %d used", prefix, key, clipRaw(raw), lo, hi, *dst))
+		if err := json.Unmarshal(m.Value, &f); err != nil || string(m.Value) == "null" || f != float64(int(f)) || int(f) < lo || int(f) > hi {
+			say(m.Offset, field, "is %s, want a whole number from %d to %d: default %d used", clip.Echo(string(m.Value)), lo, hi, *dst)
 			return
 		}
 		*dst = int(f)
 	}
-	object := func(m map[string]json.RawMessage, key string) map[string]json.RawMessage {
-		raw, ok := m[key]
+	// object returns the members of an object-valued key, placed in data.
+	object := func(m jsonpos.Member) ([]jsonpos.Member, bool) {
+		sub, ok := jsonpos.Members(m.Value)
 		if !ok {
-			return nil
+			say(m.Offset, m.Key, "is %s, want an object: its defaults used", jsonpos.Kind(m.Value))
+			return nil, false
 		}
-		delete(m, key)
-		var sub map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &sub); err != nil || sub == nil {
-			warn = append(warn, fmt.Sprintf("%s is %s, want an object: its defaults used", key, jsonpos.Kind(raw)))
-			return nil
+		for i := range sub {
+			sub[i].Offset += m.Offset
+			sub[i].KeyOffset += m.Offset
 		}
-		return sub
+		return sub, true
 	}
-	unknown := func(m map[string]json.RawMessage, prefix string) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			warn = append(warn, fmt.Sprintf("unknown key %s%s ignored", prefix, k))
-		}
+	unknown := func(m jsonpos.Member, prefix string) {
+		say(m.KeyOffset, clip.Echo(prefix+m.Key), "unknown key, ignored")
 	}
 	const big = 1 << 30
-	boolKey(top, "", "enabled", &c.Enabled)
-	intKey(top, "", "tailMaxChars", &c.TailMaxChars, 0, big)
-	intKey(top, "", "gitTimeoutMs", &c.GitTimeoutMs, 0, 600000)
-	if l := object(top, "limits"); l != nil {
-		p := "limits."
-		intKey(l, p, "total", &c.Limits.Total, 500, big)
-		intKey(l, p, "userMessages", &c.Limits.UserMessages, 0, big)
-		intKey(l, p, "userMessageEach", &c.Limits.UserMessageEach, 40, big)
-		intKey(l, p, "chain", &c.Limits.Chain, 0, big)
-		intKey(l, p, "answer", &c.Limits.Answer, 0, big)
-		intKey(l, p, "subagents", &c.Limits.Subagents, 0, big)
-		intKey(l, p, "files", &c.Limits.Files, 0, big)
-		intKey(l, p, "git", &c.Limits.Git, 0, big)
-		intKey(l, p, "extra", &c.Limits.Extra, 0, big)
-		unknown(l, p)
+	for _, m := range top {
+		switch m.Key {
+		case "enabled":
+			boolKey(m, m.Key, &c.Enabled)
+		case "tailMaxChars":
+			intKey(m, m.Key, &c.TailMaxChars, 0, big)
+		case "gitTimeoutMs":
+			intKey(m, m.Key, &c.GitTimeoutMs, 0, 600000)
+		case "limits":
+			sub, ok := object(m)
+			if !ok {
+				continue
+			}
+			l := &c.Limits
+			keys := map[string]struct {
+				dst    *int
+				lo, hi int
+			}{
+				"total": {&l.Total, 500, big}, "userMessages": {&l.UserMessages, 0, big}, "userMessageEach": {&l.UserMessageEach, 40, big},
+				"chain": {&l.Chain, 0, big}, "answer": {&l.Answer, 0, big}, "subagents": {&l.Subagents, 0, big},
+				"files": {&l.Files, 0, big}, "git": {&l.Git, 0, big}, "extra": {&l.Extra, 0, big},
+			}
+			for _, sm := range sub {
+				if k, ok := keys[sm.Key]; ok {
+					intKey(sm, "limits."+sm.Key, k.dst, k.lo, k.hi)
+				} else {
+					unknown(sm, "limits.")
+				}
+			}
+		case "auto":
+			sub, ok := object(m)
+			if !ok {
+				continue
+			}
+			a := &c.Auto
+			for _, sm := range sub {
+				switch f := "auto." + sm.Key; sm.Key {
+				case "onInput":
+					boolKey(sm, f, &a.OnInput)
+				case "beforeExpiry":
+					boolKey(sm, f, &a.BeforeExpiry)
+				case "inputMinTokens":
+					intKey(sm, f, &a.InputMinTokens, 0, big)
+				case "expiryMinTokens":
+					intKey(sm, f, &a.ExpiryMinTokens, 0, big)
+				case "minGrowthTokens":
+					intKey(sm, f, &a.MinGrowthTokens, 0, big)
+				default:
+					unknown(sm, "auto.")
+				}
+			}
+		default:
+			unknown(m, "")
+		}
 	}
-	if a := object(top, "auto"); a != nil {
-		p := "auto."
-		boolKey(a, p, "onInput", &c.Auto.OnInput)
-		intKey(a, p, "inputMinTokens", &c.Auto.InputMinTokens, 0, big)
-		boolKey(a, p, "beforeExpiry", &c.Auto.BeforeExpiry)
-		intKey(a, p, "expiryMinTokens", &c.Auto.ExpiryMinTokens, 0, big)
-		intKey(a, p, "minGrowthTokens", &c.Auto.MinGrowthTokens, 0, big)
-		unknown(a, p)
-	}
-	unknown(top, "")
 	return c, warn
 }
 
@@ -166,16 +186,5 @@ func LoadConfig(path string) (Config, []string) {
 	if err != nil {
 		return DefaultConfig(), []string{fmt.Sprintf("%s: %v: every key has its default", path, err)}
 	}
-	c, warn := ParseConfig(data)
-	for i, w := range warn {
-		warn[i] = path + ": " + w
-	}
-	return c, warn
-}
-
-func clipRaw(raw json.RawMessage) string {
-	if len(raw) > 40 {
-		return string(raw[:40]) + "…"
-	}
-	return string(raw)
+	return ParseConfig(path, data)
 }

@@ -129,10 +129,11 @@ type NoteResult struct {
 
 // Prepared is a note laid out, not yet stored.
 type Prepared struct {
-	Text     string
-	KeptFrom string
-	N        int
-	Path     string
+	Text         string
+	KeptFrom     string
+	N            int
+	Path         string
+	TokensBefore int // as given, or estimated from the branch when not
 }
 
 // Compose lays out the note of the branch ending at leafID of the file at
@@ -165,7 +166,7 @@ func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFi
 	}
 	logs := gitLogs(ctx, git, facts, cfg)
 	text := Layout(facts, logs, nil, NoteMeta{N: n, Path: notePath, TokensBefore: tokensBefore, KeptFrom: kept}, cfg.Limits)
-	return Prepared{Text: text, KeptFrom: kept, N: n, Path: notePath}, nil
+	return Prepared{Text: text, KeptFrom: kept, N: n, Path: notePath, TokensBefore: tokensBefore}, nil
 }
 
 // gitLogs asks git for the commits since the session started in the cwd
@@ -239,7 +240,7 @@ func (e *Engine) Note(ctx context.Context, read Reader, cfg Config, req NoteRequ
 	return NoteResult{
 		Summary:          p.Text,
 		FirstKeptEntryID: p.KeptFrom,
-		TokensBefore:     req.TokensBefore,
+		TokensBefore:     p.TokensBefore,
 		Details:          NoteDetails{Relay: true, Version: Version, NotePath: path},
 		N:                n,
 		NoteChars:        runes(p.Text),

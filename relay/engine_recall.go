@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -26,15 +27,25 @@ type RecallRequest struct {
 // maxLineage bounds the ancestor sessions scope "lineage" reads.
 const maxLineage = 8
 
+// MaxAnswer is the hard cap of every recall answer, in characters: a
+// chunk of an entry with its header and the call that continues.
+const MaxAnswer = ChunkChars + 1000
+
 // Recall answers the recall tool. Its errors are about the session file
-// (unreadable, a cycle); a bad argument is answered in the text.
+// (unreadable, a cycle); a bad argument is answered in the text. No answer
+// is longer than MaxAnswer characters.
 func (e *Engine) Recall(ctx context.Context, read Reader, req RecallRequest) (string, error) {
+	text, err := e.recall(ctx, read, req)
+	return clip.To(text, MaxAnswer), err
+}
+
+func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (string, error) {
 	a := ParseRecallArgs(req.Args)
 	if a.EntryID != "" {
 		if n, ok := strings.CutPrefix(a.EntryID, "note:"); ok {
 			k, err := strconv.Atoi(n)
 			if err != nil || k < 1 {
-				return fmt.Sprintf("recall: %q names no note; notes are note:1, note:2, ...", clipID(a.EntryID)), nil
+				return fmt.Sprintf("recall: %q names no note; notes are note:1, note:2, ...", clip.Echo(a.EntryID)), nil
 			}
 			data, err := e.ReadNoteFile(req.SessionID, k)
 			return ReadNote(k, data, err, a.Offset), nil
@@ -56,7 +67,13 @@ func (e *Engine) Recall(ctx context.Context, read Reader, req RecallRequest) (st
 			return render(a, nil, nil, nil, nil), nil
 		}
 	}
-	var missing []func() []string
+	// The offloaded results first, so that reading the session can keep
+	// only those whose handle the model sees on its branch.
+	var payloads []PayloadHit
+	if e.opt.Payloads != nil && a.EntryID == "" {
+		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
+	}
+	var missing [][]bool // per source searched, the query words it lacks
 	for i := 0; i < len(paths) && i <= maxLineage; i++ {
 		path := paths[i]
 		current := i == 0
@@ -82,10 +99,12 @@ func (e *Engine) Recall(ctx context.Context, read Reader, req RecallRequest) (st
 				}
 				return nil
 			}
+			if current && len(payloads) > 0 {
+				payloads = visiblePayloads(branch, payloads)
+			}
 			src.Index = e.index(path, f)
 			items = append(items, searchSource(src, terms)...)
-			m := missingTerms(terms, []Source{src})
-			missing = append(missing, func() []string { return m })
+			missing = append(missing, missingTerms(terms, src.Index))
 			return nil
 		})
 		if err != nil {
@@ -107,35 +126,21 @@ func (e *Engine) Recall(ctx context.Context, read Reader, req RecallRequest) (st
 		}
 		return answer, nil
 	}
-	var payloads []PayloadHit
-	if e.opt.Payloads != nil {
-		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
-	}
 	all := func() []string {
-		// A word missing from every source.
-		count := map[string]int{}
-		for _, m := range missing {
-			for _, w := range m() {
-				count[w]++
-			}
-		}
+		// The words missing from every source.
 		var out []string
-		for _, q := range terms {
-			w := strconv.Quote(clipID(q.Text))
-			if count[w] == len(missing) && len(missing) > 0 {
-				out = append(out, w)
+		for i, q := range terms {
+			gone := len(missing) > 0
+			for _, m := range missing {
+				gone = gone && m[i]
+			}
+			if gone {
+				out = append(out, strconv.Quote(clip.Echo(q.Text)))
 			}
 		}
 		return out
 	}
 	return render(a, terms, items, payloads, all), nil
-}
-
-func clipID(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // index returns the session's index brought up to date with f. The
@@ -261,6 +266,33 @@ func (e *Engine) searchPayloads(ctx context.Context, cwd, sessionID string, term
 		}
 		return ctx.Err()
 	})
+	return out
+}
+
+// visiblePayloads keeps the hits of the payloads whose handle an entry the
+// model sees on the branch names (the offloaded result itself, or a later
+// ctx_read): an offloaded result omitted with context_edit, or left on an
+// abandoned branch, is not returned, like its entry.
+func visiblePayloads(branch []*session.Entry, hits []PayloadHit) []PayloadHit {
+	seen := map[string]bool{}
+	v := newView(branch)
+	for _, e := range branch {
+		content, ok := v.visible(e)
+		if !ok {
+			continue
+		}
+		for _, h := range hits {
+			if !seen[h.Handle] && bytes.Contains(content, []byte(h.Handle)) {
+				seen[h.Handle] = true
+			}
+		}
+	}
+	var out []PayloadHit
+	for _, h := range hits {
+		if seen[h.Handle] {
+			out = append(out, h)
+		}
+	}
 	return out
 }
 

@@ -49,7 +49,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, _ := ParseConfig([]byte(s))
+		c, _ := ParseConfig("", []byte(s))
 		if c.Limits.Total < 500 || c.Limits.UserMessageEach < 40 || c.TailMaxChars < 0 || c.GitTimeoutMs < 0 || c.GitTimeoutMs > 600000 {
 			t.Fatalf("ParseConfig(%q) = %+v: out of range", s, c)
 		}

@@ -85,8 +85,9 @@ type PayloadHit struct {
 	Text   string
 }
 
-// Searchable describes a source for messages: how many entries have left
-// the context.
+// scope says which documents of the source a search may return: for the
+// current session, what left the context on its branch; for an ancestor,
+// its whole branch.
 func (s Source) scope() *scope { return branchScope(s.File, s.Branch, !s.Current) }
 
 // item is one rendered search result.
@@ -120,20 +121,6 @@ func searchSource(s Source, terms []QueryTerm) []item {
 	return out
 }
 
-// Search runs a query over the sources and the payload hits and writes the
-// answer (at most SearchCap characters).
-func Search(a RecallArgs, sources []Source, payloads []PayloadHit) string {
-	terms := ParseQuery(a.Query)
-	if len(terms) == 0 {
-		return render(a, terms, nil, nil, nil)
-	}
-	var items []item
-	for _, s := range sources {
-		items = append(items, searchSource(s, terms)...)
-	}
-	return render(a, terms, items, payloads, func() []string { return missingTerms(terms, sources) })
-}
-
 // render writes a search's answer: the items of the current session come
 // before those of ancestors (their order in items), best first within each.
 func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit, missing func() []string) string {
@@ -156,9 +143,9 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 		b.WriteString(" Try fewer or other words, or a prefix.")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "recall %q: %d entries match (%s)", echo, len(items), where)
+	fmt.Fprintf(&b, "recall %q: %s (%s)", echo, plural(len(items), "entry matches", "entries match"), where)
 	if len(payloads) > 0 {
-		fmt.Fprintf(&b, ", and %d lines of offloaded tool results", len(payloads))
+		fmt.Fprintf(&b, ", and %s of offloaded tool results", plural(len(payloads), "line", "lines"))
 	}
 	b.WriteString(".\n")
 	shown := 0
@@ -174,7 +161,7 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 		shown++
 	}
 	if more := len(items) - shown; more > 0 {
-		fmt.Fprintf(&b, "\n(%d more entries match; add words to narrow, or raise limit up to %d)\n", more, MaxLimit)
+		fmt.Fprintf(&b, "\n(%s; add words to narrow, or raise limit up to %d)\n", plural(more, "more entry matches", "more entries match"), MaxLimit)
 	}
 	if shown > 0 {
 		b.WriteString("\nRead one whole: recall({\"entryId\": \"<id>\"})\n")
@@ -182,8 +169,12 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	if len(payloads) > 0 {
 		b.WriteString("\nIn offloaded tool results of this session (read more with ctx_read):\n")
 		for _, p := range payloads {
-			line := fmt.Sprintf("- %s (%s, %s) line %d: %s\n  ctx_read({\"id\":%q,\"query\":%q,\"ignoreCase\":true})\n",
-				p.Handle, p.Source, size(p.Size), p.Line, clip.To(strings.TrimSpace(p.Text), 240), p.Handle, clip.To(firstTerm(terms), 60))
+			call := fmt.Sprintf("{\"id\":%q}", p.Handle)
+			if q := firstTerm(terms); len(q) <= 60 {
+				call = fmt.Sprintf("{\"id\":%q,\"query\":%q,\"ignoreCase\":true}", p.Handle, q)
+			}
+			line := fmt.Sprintf("- %s (%s, %s) line %d: %s\n  ctx_read(%s)\n",
+				p.Handle, p.Source, size(p.Size), p.Line, clip.To(strings.TrimSpace(p.Text), 240), call)
 			if runes(b.String())+runes(line) > SearchCap-40 {
 				b.WriteString("- (more lines match)\n")
 				break
@@ -217,26 +208,26 @@ func size(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
-// missingTerms names the query words no document of any source holds.
-func missingTerms(terms []QueryTerm, sources []Source) []string {
-	var out []string
-	for _, q := range terms {
-		if !q.Indexable {
-			continue
-		}
-		found := false
-		for _, s := range sources {
-			s.Index.sortTerms()
-			if ids, _ := s.Index.expand(q); len(ids) > 0 {
-				found = true
-				break
-			}
-		}
-		if !found {
-			out = append(out, strconv.Quote(clip.To(q.Text, 40)))
+// missingTerms reports, by position in terms, the query words no
+// document of the index holds (words the index leaves out are never
+// missing: they are checked against the text).
+func missingTerms(terms []QueryTerm, ix *Index) []bool {
+	ix.sortTerms()
+	out := make([]bool, len(terms))
+	for i, q := range terms {
+		if ids, _ := ix.expand(q); q.Indexable && len(ids) == 0 {
+			out[i] = true
 		}
 	}
 	return out
+}
+
+// plural is "1 <one>" or "<n> <many>".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // hitEntry is the entry a document stands for and its id.

@@ -389,7 +389,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		const c = await kit.ask<{ config: any; warnings: string[] }>("relay.config", {}, { timeoutMs: 3000 });
 		cfg = readConfig(c?.result.config);
 		warnings = c?.result.warnings ?? [];
-		if (warnings.length) notice(ctx, `context-relay: configuration: ${warnings.join("; ")} (see /pi-session)`, "warning");
+		if (warnings.length) notice(ctx, `context-relay: ${warnings[0]}${warnings.length > 1 ? ` (and ${warnings.length - 1} more: see /pi-session)` : ""}`, "warning");
 	});
 
 	pi.on("session_shutdown", () => {
