@@ -235,8 +235,20 @@ func TestRecallOversize(t *testing.T) {
 	s := buildRecallSession(t)
 	e := New(Options{AgentDir: t.TempDir()})
 	huge := strings.Repeat("ember ", 20000)
+	var words []string // words nothing holds, each long: the answer lists them
+	for i := 0; i < 40; i++ {
+		words = append(words, fmt.Sprintf("%c%s", 'a'+i%26, strings.Repeat("q", 3000)))
+	}
+	if _, err := e.Note(context.Background(), openReader, DefaultConfig(), NoteRequest{SessionID: "s1", SessionFile: s.path, Token: "t"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range []map[string]any{
 		{"query": huge},
+		{"query": strings.Join(words, " ")},
+		{"query": strings.Repeat("x", 1<<20)},
+		{"entryId": "note:1", "offset": 1 << 50},
+		{"entryId": "note:1", "limit": huge, "scope": huge},
+		{"entryId": s.bigLog, "offset": huge, "limit": 1e300},
 		{"query": huge, "limit": 30},
 		{"entryId": huge},
 		{"entryId": "note:" + strings.Repeat("9", 5000)},
@@ -248,8 +260,11 @@ func TestRecallOversize(t *testing.T) {
 		if n := len([]rune(got)); n > ChunkChars+400 {
 			t.Errorf("recall(%.40v...) answered %d characters", args, n)
 		}
-		if strings.Contains(got, strings.Repeat("ember ", 100)) {
-			t.Errorf("recall echoed an oversize argument whole")
+		if strings.Contains(got, strings.Repeat("ember ", 100)) || strings.Contains(got, strings.Repeat("q", 300)) || strings.Contains(got, strings.Repeat("x", 300)) {
+			t.Errorf("recall echoed an oversize argument whole: %.300s", got)
+		}
+		if _, ok := args["entryId"]; !ok && len([]rune(got)) > SearchCap {
+			t.Errorf("recall(%.40v...): a search answered %d characters, over %d", args, len([]rune(got)), SearchCap)
 		}
 	}
 	if got := recallText(t, e, s.path, map[string]any{"query": "line", "limit": 30}); len([]rune(got)) > SearchCap {
@@ -366,5 +381,114 @@ func TestScanPayload(t *testing.T) {
 	}
 	if got := ScanPayload(data, nil, 5); got != nil {
 		t.Errorf("ScanPayload without terms = %v", got)
+	}
+}
+
+// TestRecallLineage: scope "lineage" also searches the sessions this one
+// was forked or continued from (parentSession), their whole branch, and
+// names the session of each hit; without it, they are not searched.
+func TestRecallLineage(t *testing.T) {
+	dir := t.TempDir()
+	grand := newBuilder(t)
+	grand.lines[0] = `{"type":"session","version":3,"id":"g0000000-0000-7000-8000-000000000000","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work"}`
+	grand.n = 200 // ids of its own
+	inGrand := grand.user("the quokka habitat migration plan")
+	grand.write(filepath.Join(dir, "grand.jsonl"))
+	parent := newBuilder(t)
+	parent.lines[0] = `{"type":"session","version":3,"id":"p0000000-0000-7000-8000-000000000000","timestamp":"2026-11-02T10:00:00.000Z","cwd":"/work","parentSession":"` + filepath.Join(dir, "grand.jsonl") + `"}`
+	parent.n = 100
+	inParent := parent.user("quokka counts in the parent session")
+	parent.write(filepath.Join(dir, "parent.jsonl"))
+	child := newBuilder(t)
+	child.lines[0] = `{"type":"session","version":3,"id":"c0000000-0000-7000-8000-000000000000","timestamp":"2026-11-03T10:00:00.000Z","cwd":"/work","parentSession":"` + filepath.Join(dir, "parent.jsonl") + `"}`
+	child.user("hello")
+	path := filepath.Join(dir, "child.jsonl")
+	child.write(path)
+	e := New(Options{AgentDir: t.TempDir()})
+	if got := recallText(t, e, path, map[string]any{"query": "quokka"}); strings.Contains(got, "entryId") {
+		t.Errorf("recall without lineage searched ancestors:\n%s", got)
+	}
+	got := recallText(t, e, path, map[string]any{"query": "quokka", "scope": "lineage"})
+	for _, want := range []string{"entryId " + inParent, "session p0000000-0000-7000-8000-000000000000", "entryId " + inGrand, "session g0000000-0000-7000-8000-000000000000", "and ancestor sessions"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("recall with lineage lacks %q:\n%s", want, got)
+		}
+	}
+	if got := recallText(t, e, path, map[string]any{"entryId": inGrand, "scope": "lineage"}); !strings.Contains(got, "quokka habitat migration plan") {
+		t.Errorf("recall({entryId, scope: lineage}) of an ancestor's entry = %q", got)
+	}
+	// A cycle of parents ends the lineage: each session is searched once.
+	grand.lines[0] = strings.Replace(grand.lines[0], `"cwd":"/work"`, `"cwd":"/work","parentSession":"`+path+`"`, 1)
+	grand.write(filepath.Join(dir, "grand.jsonl"))
+	if got := recallText(t, e, path, map[string]any{"query": "quokka", "scope": "lineage"}); strings.Count(got, "entryId "+inGrand) != 1 || strings.Count(got, "entryId "+inParent) != 1 {
+		t.Errorf("with a cycle of parents:\n%s", got)
+	}
+	// So does a deleted ancestor.
+	os.Remove(filepath.Join(dir, "grand.jsonl"))
+	if got := recallText(t, e, path, map[string]any{"query": "quokka", "scope": "lineage"}); !strings.Contains(got, inParent) || strings.Contains(got, inGrand) {
+		t.Errorf("with the grandparent deleted:\n%s", got)
+	}
+}
+
+// TestRecallEntryIDWins: with both query and entryId, the entry is read.
+func TestRecallEntryIDWins(t *testing.T) {
+	s := buildRecallSession(t)
+	e := New(Options{AgentDir: t.TempDir()})
+	got := recallText(t, e, s.path, map[string]any{"query": "ember", "entryId": s.exportFn})
+	if !strings.HasPrefix(got, "entry "+s.exportFn) || strings.Contains(got, "entries match") {
+		t.Errorf("recall({query, entryId}) = %.300s, want the entry", got)
+	}
+}
+
+// TestRecallImages: an image is "[image]" in snippets and entries, never
+// its data.
+func TestRecallImages(t *testing.T) {
+	b := newBuilder(t)
+	img := b.add("-", "message", map[string]any{"message": map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "text", "text": "the ember chart"},
+		map[string]any{"type": "image", "data": "aGVsbG8gZW1iZXI=", "mimeType": "image/png"},
+	}, "timestamp": 1}})
+	kept := b.user("next")
+	b.add("-", "compaction", map[string]any{"summary": "note", "firstKeptEntryId": kept, "tokensBefore": 10})
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	b.write(path)
+	e := New(Options{AgentDir: t.TempDir()})
+	for _, args := range []map[string]any{{"query": "ember chart"}, {"entryId": img}} {
+		got := recallText(t, e, path, args)
+		if !strings.Contains(got, "[image]") || strings.Contains(got, "aGVsbG8") || !strings.Contains(got, "the ember chart") {
+			t.Errorf("recall(%v) = %q, want the text and [image]", args, got)
+		}
+	}
+}
+
+// TestRecallPayloadsVisible: lines of offloaded results are returned only
+// when an entry the model sees names their handle: not for a result
+// omitted with context_edit, nor for one that no entry of the branch names.
+func TestRecallPayloadsVisible(t *testing.T) {
+	b := newBuilder(t)
+	shown := "ce_000000000000000000000001"
+	hidden := "ce_000000000000000000000002"
+	b.tool("bash", "build log stored as "+shown)
+	gone := b.tool("bash", "secret log stored as "+hidden)
+	b.add("-", "context_edit", map[string]any{"targetId": gone, "replacement": nil})
+	kept := b.user("next")
+	b.add("-", "compaction", map[string]any{"summary": "note", "firstKeptEntryId": kept, "tokensBefore": 10})
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	b.write(path)
+	payloads := func(ctx context.Context, cwd, sessionID string, fn func(handle, source string, size int64, data []byte) error) error {
+		for _, h := range []string{shown, hidden, "ce_000000000000000000000003"} {
+			if err := fn(h, "bash", 100, []byte("x\nquokka replica lost in "+h+"\n")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	e := New(Options{AgentDir: t.TempDir(), Payloads: payloads})
+	got := recallText(t, e, path, map[string]any{"query": "quokka replica"})
+	if !strings.Contains(got, "quokka replica lost in "+shown) {
+		t.Errorf("recall lacks the line of the visible offloaded result:\n%s", got)
+	}
+	if strings.Contains(got, hidden) || strings.Contains(got, "000000000003") {
+		t.Errorf("recall returned lines of an omitted or unnamed offloaded result:\n%s", got)
 	}
 }
