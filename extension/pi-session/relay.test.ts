@@ -180,3 +180,56 @@ test("nothing is registered in a subagent or headless session", async () => {
 		assert.equal(await arbiter.input({ text: "x", source: "rpc" }, fakeCtx().ctx), undefined);
 	}
 });
+
+test("no automatic relay until the context grew by minGrowthTokens after a relay", async () => {
+	const { arbiter, c } = await setup();
+	assert.deepEqual(await arbiter.input({ text: "first", source: "rpc" }, c.ctx), { action: "handled" });
+	await new Promise((r) => setImmediate(r));
+	c.compact().onComplete({ tokensBefore: 200_000, estimatedTokensAfter: 9000 });
+	await new Promise((r) => setImmediate(r));
+	// 9000 after the relay; minGrowthTokens is 30000 by default.
+	const at = (tokens: number) => fakeCtx({ getContextUsage: () => ({ tokens }) }).ctx;
+	assert.equal(await arbiter.input({ text: "x", source: "rpc" }, at(38_000)), undefined, "grown by 29k: no relay");
+	assert.deepEqual(await arbiter.input({ text: "y", source: "rpc" }, at(39_000)), { action: "handled" }, "grown by 30k: relay");
+});
+
+// expirySetup arms trigger B with a model whose declared cache lives
+// ttlSeconds, as if a request just went out.
+async function expirySetup(model: any) {
+	const s = await setup();
+	const branch = [{ type: "message", message: { role: "assistant", usage: { cacheRead: 100, cacheWrite: 0 }, timestamp: Date.now() } }];
+	s.c.ctx.model = model;
+	s.c.ctx.sessionManager.getBranch = () => branch;
+	await s.f.fire("before_provider_request", {}, s.c.ctx);
+	await s.f.fire("agent_settled", {}, s.c.ctx);
+	return s;
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("trigger B relays before a declared cache expires; agent_start, a session switch and shutdown clear its timer", async () => {
+	const cache = { promptCache: { short: (EXPIRY_MARGIN_MS + 100) / 1000 }, api: "openai-responses" }; // expires 100 ms after the margin
+	const fires = await expirySetup(cache);
+	await wait(400);
+	assert.ok(fires.c.compact()?.customInstructions?.startsWith(MARKER), "the timer relays");
+	for (const event of ["agent_start", "session_before_switch", "session_shutdown"]) {
+		const s = await expirySetup(cache);
+		await s.f.fire(event, {}, s.c.ctx);
+		await wait(400);
+		assert.equal(s.c.compact(), undefined, `${event} cleared the timer`);
+	}
+	// A lifetime nobody declares (an OpenAI model without promptCache): no timer.
+	const unknown = await expirySetup({ api: "openai-completions" });
+	await wait(400);
+	assert.equal(unknown.c.compact(), undefined, "no relay when the cache lifetime is not known");
+	assert.deepEqual(unknown.k.calls.filter((c: any) => c.method === "relay.log"), [], "and nothing logged");
+});
+
+test("/relay while pi works says so and does not compact", async () => {
+	const { f, c } = await setup();
+	const busy = fakeCtx({ isIdle: () => false });
+	await f.commands.relay.handler("", busy.ctx);
+	assert.equal(busy.compact(), undefined);
+	assert.ok(busy.ui.notes.some((n: string) => n.includes("runs while pi is idle")), busy.ui.notes.join("\n"));
+	assert.equal(c.compact(), undefined);
+});

@@ -382,6 +382,11 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	};
 
 	pi.on("session_start", async (_event, ctx) => {
+		// A new session (or the same one resumed) starts with nothing timed
+		// and no relay of its own to wait for.
+		clearTimer();
+		lastRelayTokens = undefined;
+		requestAt = undefined;
 		const h = kit.hello();
 		active = !!h && !h.subagent && !h.headless && h.role === "primary";
 		if (!active) return;
