@@ -146,9 +146,71 @@ func TestRelayEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(string(logLine))), &l); err != nil || l["trigger"] != "manual" || l["ok"] != true || l["sessionId"] != id {
 		t.Errorf("relay log %s: %v", logLine, err)
 	}
+	at, _ := l["at"].(string)
+	if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+		t.Errorf("relay log at %q: %v", at, err)
+	}
+	if tb, _ := l["tokensBefore"].(float64); tb < 50000 {
+		t.Errorf("relay log tokensBefore %v, want the session's size (about 60k)", l["tokensBefore"])
+	}
+	if nc, _ := l["noteChars"].(float64); int(nc) != len([]rune(strings.TrimSpace(string(stored))))+1 && int(nc) != len([]rune(string(stored))) {
+		t.Errorf("relay log noteChars %v, the note file has %d characters", l["noteChars"], len([]rune(string(stored))))
+	}
+	if kf, _ := l["keptFrom"].(string); kf == "" || !strings.Contains(string(data(t, sf)), `"id":"`+kf+`"`) {
+		t.Errorf("relay log keptFrom %q names no entry of the session", l["keptFrom"])
+	}
+	if _, ok := l["error"]; ok {
+		t.Errorf("a relay that worked logged an error: %s", logLine)
+	}
 	if code := rpc.Close(); code != 0 {
 		t.Errorf("pi exit %d; stderr:\n%s", code, rpc.Stderr())
 	}
+}
+
+// data reads a file.
+func data(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRelayLeavesOtherCompactionsAlone: a compaction the relay did not ask
+// for (/compact, here over RPC) is pi's own: the model writes its summary,
+// the relay writes no note and logs nothing.
+func TestRelayLeavesOtherCompactionsAlone(t *testing.T) {
+	e := pitest.NewEnv(t)
+	// pi summarizes a split turn in two calls.
+	steps := append(longSteps(len(relayPrompts), 40000), map[string]any{"text": "## Goal\nThe model's own summary."}, map[string]any{"text": "The turn so far."})
+	e.Scenario(map[string]any{"steps": steps})
+	rpc := startRelaySession(t, e)
+	for _, p := range relayPrompts {
+		rpc.Prompt(p)
+	}
+	before := len(e.Requests())
+	from := rpc.Mark()
+	id := rpc.Send(map[string]any{"type": "compact", "customInstructions": "focus on the build"})
+	resp, _ := rpc.WaitFrom(from, "the compaction's response", func(r pitest.Record) bool { return r.Str("type") == "response" && r.Str("id") == id })
+	if resp["success"] != true {
+		t.Fatalf("/compact failed: %v\nstderr:\n%s", resp, rpc.Stderr())
+	}
+	if got := len(e.Requests()); got == before {
+		t.Errorf("/compact made no model call, want pi's summary")
+	}
+	c := compactions(t, sessionFile(t, rpc))
+	if len(c) != 1 || !strings.Contains(fmt.Sprint(c[0]["summary"]), "The model's own summary.") {
+		t.Fatalf("compactions %v, want pi's with the model's summary", c)
+	}
+	if d, _ := c[0]["details"].(map[string]any); d["relay"] != nil {
+		t.Errorf("pi's compaction has relay details: %v", d)
+	}
+	if _, err := os.Stat(filepath.Join(e.Agent, "context-relay")); err == nil {
+		ents, _ := os.ReadDir(filepath.Join(e.Agent, "context-relay"))
+		t.Errorf("the relay wrote %d files for pi's own compaction", len(ents))
+	}
+	rpc.Close()
 }
 
 // relayPiArgs runs plain pi with the repository's extension loaded first
@@ -358,6 +420,35 @@ func TestRelaySubagentRegistersNothing(t *testing.T) {
 				t.Errorf("/relay sent to the model as text = %v, want %v", toModel, !tt.want)
 			}
 			rpc.Close()
+		})
+	}
+}
+
+// TestRelayHeadlessRegistersNothing: in print and json mode (one-shot
+// runs) recall does not exist either: the model's call finds no such tool.
+func TestRelayHeadlessRegistersNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mode []string
+	}{{"print", []string{"-p"}}, {"json", []string{"--mode", "json", "-p"}}} {
+		mode := tt.mode
+		t.Run(tt.name, func(t *testing.T) {
+			e := pitest.NewEnv(t)
+			e.Scenario(map[string]any{"steps": []map[string]any{
+				{"tool": "recall", "args": map[string]any{"query": "anything"}},
+				{"text": "done"},
+			}})
+			args := append(append(e.PiArgs(), mode...), "hello")
+			if out, err := e.Command(pitest.Binary(t), args...).CombinedOutput(); err != nil {
+				t.Fatalf("pi-session %v: %v\n%s", mode, err, out)
+			}
+			reqs := e.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests, want 2", len(reqs))
+			}
+			if result := lastToolResult(t, reqs[1]); strings.HasPrefix(result, "recall") || !strings.Contains(result, "not found") {
+				t.Errorf("in %v the model's recall call answered %q, want no such tool", mode, result)
+			}
 		})
 	}
 }
