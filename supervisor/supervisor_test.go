@@ -334,20 +334,25 @@ func TestPTYLeaderIsParentAndPiLeadsItsGroup(t *testing.T) {
 }
 
 // TestPTYJobControl runs a supervisor as a process of its own in its own
-// process group, as a shell runs a job. pi suspends itself like pi's Ctrl+Z;
-// the supervisor must stop too with the terminal restored, and when the
-// "shell" continues it, pi must be continued.
+// process group, as a shell runs a job, with a TUI like pi's. Ctrl+Z stops
+// pi's group; the supervisor must stop too with the terminal restored, pi's
+// group must stay stopped while the supervisor is, and when the "shell"
+// continues the supervisor, pi must be continued and redraw.
 func TestPTYJobControl(t *testing.T) {
 	u := newUserTerm(t)
 	before := termios(t, u.tty)
 	cmd := exec.Command(self(t))
-	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=suspend")
+	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=tui")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = u.tty, u.tty, u.tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
+	u.waitFor(t, "tui ready")
+	piPID := readyPID(t, u.output())
+	t.Cleanup(func() { syscall.Kill(-piPID, syscall.SIGKILL) })
+	u.ptmx.Write([]byte{0x1a}) // Ctrl+Z
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil {
 		t.Fatal(err)
@@ -355,11 +360,14 @@ func TestPTYJobControl(t *testing.T) {
 	if !ws.Stopped() {
 		t.Fatalf("supervisor process ended (%v) instead of stopping with pi; output:\n%s", ws, u.output())
 	}
-	u.waitFor(t, "suspending")
+	allStopped(t, piPID, "when the supervisor stopped")
 	if after := termios(t, u.tty); after != before {
 		t.Errorf("terminal not restored while suspended:\n before %+v\n after  %+v\noutput: %q", before, after, u.output())
 	}
+	allStopped(t, piPID, "after the terminal was checked")
 	syscall.Kill(pid, syscall.SIGCONT) // the shell's fg
+	u.waitFor(t, "redraw 1")
+	u.ptmx.Write([]byte("q"))
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
 			break
@@ -368,7 +376,6 @@ func TestPTYJobControl(t *testing.T) {
 	if !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("supervisor ended with %v, want exit 0; output:\n%s", ws, u.output())
 	}
-	u.waitFor(t, "resumed")
 	if after := termios(t, u.tty); after != before {
 		t.Errorf("terminal not restored after exit")
 	}
@@ -438,8 +445,8 @@ func TestProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.pgrp != syscall.Getpgrp() || st.session != mustSid() {
-		t.Errorf("procStat = %+v, want pgrp %d session %d", st, syscall.Getpgrp(), mustSid())
+	if st.pgrp != syscall.Getpgrp() || st.session != mustSid() || st.ppid != os.Getppid() {
+		t.Errorf("procStat = %+v, want ppid %d pgrp %d session %d", st, os.Getppid(), syscall.Getpgrp(), mustSid())
 	}
 	if _, err := procStat(1 << 30); err == nil {
 		t.Error("procStat(no such pid) succeeded")
