@@ -99,7 +99,7 @@ func Decide(in Input) Decision {
 		return stop(Interrupted, "pi-session received %s, which is not a relaunch authorization", signalName(in.Interrupted))
 	}
 	if in.Exit.Signal != 0 {
-		return stop(Signaled, "pi was killed by %s (status %d)", signalName(in.Exit.Signal), in.Exit.Status())
+		return stop(Signaled, "pi died by %s (status %d), which is not a relaunch authorization", signalName(in.Exit.Signal), in.Exit.Status())
 	}
 	if in.Exit.Code != 0 {
 		return stop(NonZero, "pi exited with status %d", in.Exit.Code)

@@ -43,7 +43,7 @@ func TestDecide(t *testing.T) {
 		{"no marker is a plain exit", func(in *Input) { in.MarkerErr = fs.ErrNotExist }, NoMarker, ""},
 		{"no marker after a failure", func(in *Input) { in.MarkerErr = fs.ErrNotExist; in.Exit.Code = 3 }, NoMarker, ""},
 		{"SIGTERM to pi-session even though pi exited 0", func(in *Input) { in.Interrupted = syscall.SIGTERM }, Interrupted, "pi-session received SIGTERM"},
-		{"pi killed", func(in *Input) { in.Exit.Signal = syscall.SIGKILL }, Signaled, "pi was killed by SIGKILL (status 137)"},
+		{"pi killed", func(in *Input) { in.Exit.Signal = syscall.SIGKILL }, Signaled, "pi died by SIGKILL (status 137), which is not a relaunch authorization"},
 		{"pi exit 143", func(in *Input) { in.Exit.Code = 143 }, NonZero, "pi exited with status 143"},
 		{"non-zero", func(in *Input) { in.Exit.Code = 7 }, NonZero, "status 7"},
 		{"invalid marker", func(in *Input) { in.MarkerErr = errors.New(`marker: bad field "cwd"`) }, Invalid, `invalid marker: marker: bad field "cwd"`},

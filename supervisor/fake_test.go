@@ -45,6 +45,13 @@ func fakePi(behaviour string) int {
 		}
 		fmt.Fprintf(out, "ppid=%d\n", os.Getppid())
 		return 0
+	case "alt_die_KILL":
+		// Like pi's alternate-screen mode, killed before it could leave it.
+		fmt.Fprint(out, "\x1b[?1049hin the alternate screen")
+		signal.Reset(syscall.SIGKILL)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(10 * time.Second)
+		return 99
 	case "die_TERM", "die_KILL":
 		sig := syscall.SIGTERM
 		if behaviour == "die_KILL" {

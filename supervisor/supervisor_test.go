@@ -210,6 +210,60 @@ func TestPTYExitStatus(t *testing.T) {
 	u.waitFor(t, "fake pi ran")
 }
 
+// TestPTYSignalDeathRestore: pi killed by a signal cannot restore the
+// terminal's modes or move below its screen; pi-session does, and leaves
+// the alternate screen when pi was in it. A clean exit writes nothing.
+func TestPTYSignalDeathRestore(t *testing.T) {
+	for _, tt := range []struct {
+		behaviour string
+		want      string
+	}{
+		{"die_KILL", modeReset + "\x1b[999B\r\n"},
+		{"alt_die_KILL", "in the alternate screen" + modeReset + "\x1b[?1049l\r\n"},
+		{"exit_7", ""},
+	} {
+		u := newUserTerm(t)
+		if _, err := supervise(t, u, fakeLaunch(t, tt.behaviour), nil); err != nil {
+			t.Fatal(err)
+		}
+		out := u.output()
+		if tt.want == "" {
+			if strings.Contains(out, modeReset) {
+				t.Errorf("%s: the terminal reset was written after a clean exit: %q", tt.behaviour, out)
+			}
+			continue
+		}
+		u.waitFor(t, tt.want)
+		if !strings.HasSuffix(u.output(), tt.want) {
+			t.Errorf("%s: output %q, want it to end with %q", tt.behaviour, u.output(), tt.want)
+		}
+	}
+}
+
+func TestAltScreen(t *testing.T) {
+	for _, tt := range []struct {
+		reads []string
+		want  bool
+	}{
+		{[]string{"plain text"}, false},
+		{[]string{"a\x1b[?1049hb"}, true},
+		{[]string{"\x1b[?1049h", "x\x1b[?1049l"}, false},
+		{[]string{"x\x1b[?10", "49h"}, true},
+		{[]string{"\x1b", "[", "?", "1", "0", "4", "9", "h"}, true},
+		{[]string{"\x1b[?1049", "h"}, true},
+		{[]string{"\x1b[?1049h\x1b[?1049", "l tail"}, false},
+		{[]string{"\x1b[?1049h", "\x1b[?1048l"}, true},
+	} {
+		var a altScreen
+		for _, r := range tt.reads {
+			a.scan([]byte(r))
+		}
+		if a.on != tt.want {
+			t.Errorf("altScreen after reads %q = %v, want %v", tt.reads, a.on, tt.want)
+		}
+	}
+}
+
 func TestPTYNotFound(t *testing.T) {
 	for _, withLeader := range []bool{true, false} {
 		u := newUserTerm(t)

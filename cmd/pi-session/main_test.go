@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/supervisor"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -125,8 +127,8 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 // wrapper to write it instead, over PI_SESSION_SOCKET as the extension does
 // (FAKEPI_HELLO_ROLE sets the session's role, default primary).
 // FAKEPI_MARKER_RAW writes those bytes as the marker; FAKEPI_DESCENDANT
-// makes a child process try to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL choose
-// how it ends.
+// makes a child process try to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a
+// signal name without SIG) choose how it ends.
 func fakePi() int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -151,8 +153,10 @@ func fakePi() int {
 			return 2
 		}
 	}
-	if os.Getenv("FAKEPI_SIGNAL") == "TERM" {
-		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if name := os.Getenv("FAKEPI_SIGNAL"); name != "" {
+		sig := unix.SignalNum("SIG" + name)
+		signal.Reset(sig)
+		syscall.Kill(os.Getpid(), sig)
 		select {}
 	}
 	code, _ := strconv.Atoi(os.Getenv("FAKEPI_EXIT"))

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/relaunch"
 	"github.com/pi-session/pi-session/supervisor"
+	"golang.org/x/sys/unix"
 )
 
 // supervise runs pi with args until it exits without a valid relaunch
@@ -96,6 +97,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 			}
 			return inv.errorf(exitInternal, "%v", err)
 		}
+		if res.Signal != 0 {
+			sup.Notice("%s", killedLine(res))
+		}
 		exit := relaunch.Exit{Code: res.Code, Signal: res.Signal}
 		now := time.Now()
 		d := relaunch.Decide(relaunch.Input{
@@ -128,6 +132,19 @@ func exitStatus(res supervisor.Result) int {
 		return s
 	}
 	return exitSignalBase + int(res.Interrupted)
+}
+
+// killedLine is what pi-session says when pi died by a signal, after the
+// terminal is restored, as a shell reports a job killed by a signal.
+func killedLine(res supervisor.Result) string {
+	what := unix.SignalName(res.Signal)
+	if what == "" {
+		what = "signal " + strconv.Itoa(int(res.Signal))
+	}
+	if res.CoreDumped {
+		what += ", core dumped"
+	}
+	return "pi was killed (" + what + ")"
 }
 
 // relaunchLimit reads PI_SESSION_MAX_RELAUNCHES_PER_HOUR.
