@@ -264,3 +264,69 @@ func BenchmarkToolResultHook16MB(b *testing.B) {
 	b.ReportMetric(hook-engine, "transfer-ms")
 	b.ReportMetric((hook-engine)/engine, "transfer/engine")
 }
+
+// BenchmarkBudgetTurn: the per-turn cost of the budget's hooks through
+// real pi. The same scripted session of 60 tool turns runs without the
+// extension, then with it twice: in enforce mode below the thresholds (the
+// steady state: one turn_end round trip per turn, tool calls not asked),
+// and in observe mode past the thresholds (turn_end and tool_call sent
+// each turn, not awaited). It reports the hooks' own time as the extension
+// measured it, and the wall-clock difference per turn, which includes the
+// other engines' hooks.
+func BenchmarkBudgetTurn(b *testing.B) {
+	bin := pitest.Binary(b)
+	const turns = 60
+	steps := []map[string]any{}
+	for i := 0; i < turns; i++ {
+		steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
+	}
+	steps = append(steps, map[string]any{"text": "done"})
+	const (
+		enforceBelow = `{"mode":"enforce"}`
+		observePast  = `{"mode":"observe","models":{"faux/faux-1":{"main":{"soft":10,"handoff":20,"hard":100000000,"minProgress":1}}}}`
+	)
+	run := func(cfg string) (float64, float64) {
+		e := pitest.NewEnv(b)
+		if cfg != "" {
+			if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			e.Set("PI_SESSION_EXTENSION", "off")
+		}
+		e.Scenario(map[string]any{"steps": steps})
+		timing := filepath.Join(e.Work, "timing.jsonl")
+		e.Set("PI_SESSION_BUDGET_TIMING", timing)
+		start := time.Now()
+		out, err := e.Command(bin, append(e.PiArgs(), "-p", "go")...).CombinedOutput()
+		d := float64(time.Since(start).Microseconds()) / 1000
+		if err != nil {
+			b.Fatalf("pi-session: %v\n%s", err, out)
+		}
+		if n := len(e.Requests()); n != turns+1 {
+			b.Fatalf("%d model requests, want %d", n, turns+1)
+		}
+		if cfg == "" {
+			return d, 0
+		}
+		var rec map[string]float64
+		line, _ := os.ReadFile(timing)
+		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < turns {
+			b.Fatalf("timing %q: %v", line, err)
+		}
+		return d, (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
+	}
+	var without, enforce, observe, enforceHook, observeHook []float64
+	for i := 0; i < b.N; i++ {
+		d0, _ := run("")
+		d1, h1 := run(enforceBelow)
+		d2, h2 := run(observePast)
+		without, enforce, observe = append(without, d0), append(enforce, d1), append(observe, d2)
+		enforceHook, observeHook = append(enforceHook, h1), append(observeHook, h2)
+	}
+	b.ReportMetric(medianF(enforceHook), "enforce-hooks-ms/turn")
+	b.ReportMetric(medianF(observeHook), "observe-hooks-ms/turn")
+	b.ReportMetric((medianF(enforce)-medianF(without))/turns, "enforce-wall-ms/turn")
+	b.ReportMetric((medianF(observe)-medianF(without))/turns, "observe-wall-ms/turn")
+	b.ReportMetric(medianF(without), "without-ms")
+}

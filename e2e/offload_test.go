@@ -46,6 +46,21 @@ func lastToolResult(t *testing.T, r pitest.Request) string {
 
 var handleRE = regexp.MustCompile(`ce_[0-9a-f]{24}`)
 
+// printRun runs pi-session -p prompt with the test tools and returns its
+// output and the model's requests, which must number want.
+func printRun(t *testing.T, e *pitest.Env, prompt string, want int) ([]byte, []pitest.Request) {
+	t.Helper()
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", prompt)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != want {
+		t.Fatalf("model requests = %d, want %d\n%s", len(reqs), want, out)
+	}
+	return out, reqs
+}
+
 // TestOffloadEndToEnd: a tool returns 2 MB of log; the model's next request
 // holds the notice, not the log; the model reads the ERROR lines back with
 // ctx_read; /ce status reports the saving; the store holds the exact bytes.
@@ -57,15 +72,7 @@ func TestOffloadEndToEnd(t *testing.T) {
 		{"tool": "ctx_read", "args": map[string]any{"id": "${lastHandle}", "query": "ERROR", "contextLines": 0}},
 		{"text": "found them"},
 	}})
-	args := append(e.PiArgs("testdata/pi/test-tools.ts"), "-p", "what failed in the build?")
-	out, err := e.Command(pitest.Binary(t), args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("model requests = %d, want 3\n%s", len(reqs), out)
-	}
+	out, reqs := printRun(t, e, "what failed in the build?", 3)
 
 	notice := lastToolResult(t, reqs[1])
 	handle := handleRE.FindString(notice)
@@ -148,5 +155,67 @@ func TestOffloadEngineDown(t *testing.T) {
 	}
 	if n := strings.Count(string(out), "engine unreachable"); n != 1 {
 		t.Errorf("outage notices = %d, want 1:\n%s", n, out)
+	}
+}
+
+// TestOffloadNotifyOnStart: with notifyOnStart the session start shows the
+// engine's notice, and a configuration problem ({"enabled": null}) is said
+// at start with its file, line and setting, while offloading stays on.
+func TestOffloadNotifyOnStart(t *testing.T) {
+	e := pitest.NewEnv(t)
+	cfg := filepath.Join(e.Work, ".pi", "context-engineer.json")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	if err := os.WriteFile(cfg, []byte("{\n  \"notifyOnStart\": true,\n  \"enabled\": null\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+	rpc.WaitFrom(0, "the start notice", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "Context Engineer is on")
+	})
+	warn, _ := rpc.WaitFrom(0, "the configuration warning", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "warning in the configuration")
+	})
+	if want := cfg + ":3: enabled: null is not true or false; using the default true"; !strings.Contains(warn.Str("message"), want) {
+		t.Errorf("start warning = %q, want it to hold %q", warn.Str("message"), want)
+	}
+	if got := warn.Str("notifyType"); got != "warning" {
+		t.Errorf("the configuration warning is a %q notice, want a warning", got)
+	}
+	if code := rpc.Close(); code != 0 {
+		t.Errorf("pi exited %d", code)
+	}
+}
+
+// TestOffloadStoreOutage: with a store that cannot be written, large
+// results reach the model whole, the user is told once, and the host log
+// records the error once.
+func TestOffloadStoreOutage(t *testing.T) {
+	e := pitest.NewEnv(t)
+	path, data := buildLog(t, e.Work)
+	os.MkdirAll(filepath.Join(e.Work, ".pi"), 0o755)
+	if err := os.WriteFile(filepath.Join(e.Work, ".pi", "context-store"), []byte("a file where the store's directory goes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Set("FAUX_CONTEXT_WINDOW", "8000000") // 4 MB inline must not make pi compact
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"tool": "dump_file", "args": map[string]any{"path": path}},
+		{"text": "done"},
+	}})
+	out, reqs := printRun(t, e, "read the log twice", 3)
+	for _, r := range reqs[1:] {
+		if got := lastToolResult(t, r); got != string(data) {
+			t.Errorf("request %d: the model saw %d bytes, want the original %d", r.N, len(got), len(data))
+		}
+	}
+	if n := strings.Count(string(out), "the store "+filepath.Join(e.Work, ".pi", "context-store")+" cannot be written"); n != 1 {
+		t.Errorf("outage notices = %d, want 1:\n%s", n, out)
+	}
+	log, err := os.ReadFile(filepath.Join(e.Agent, "pi-session", "host.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), `"msg":"offload store failed"`); n != 1 || !strings.Contains(string(log), "not a directory") {
+		t.Errorf("host log lines about the failure: %d, want 1 with the error:\n%s", n, log)
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/pi-session/pi-session/pitest"
 )
 
-var handoffExt = "demo/handoff.ts"
+// relaunchExt is a test tool that arms the relaunch through pi's event bus.
+var relaunchExt = "testdata/pi/relaunch-tool.ts"
 
 // TestTUIPromptAndQuit: pi's TUI under pi-session answers a typed prompt,
 // /quit exits 0, and the terminal is as it was.
@@ -39,13 +40,20 @@ func TestTUIPromptAndQuit(t *testing.T) {
 	}
 }
 
-// TestTUIHandoffRelaunch: /handoff writes a handoff and asks pi-session's
-// extension to arm the relaunch, and pi-session writes the marker; pi exits
-// 0; pi-session starts a fresh pi in the same terminal whose first model
-// request is "continue from <handoff>".
+// TestTUIHandoffRelaunch: /handoff asks the model for a context_handoff;
+// the budget engine writes it and arms the relaunch, and pi-session writes
+// the marker; pi exits 0; pi-session starts a fresh pi in the same terminal
+// whose first model request is "continue from <handoff>".
 func TestTUIHandoffRelaunch(t *testing.T) {
 	e := pitest.NewEnv(t)
-	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs(handoffExt)...))
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"text": "faux: ${lastUser}"},
+		{"tool": "context_handoff", "args": map[string]any{"goal": "keep going", "next_step": "continue", "facts": "none",
+			"user_constraints": "remember the constraint: no network"}},
+		{"text": "handed off"},
+		{"text": "faux: ${lastUser}"},
+	}})
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
 	tm.WaitReady(1)
 	tm.Submit("remember the constraint: no network")
 	tm.WaitFor("faux: remember the constraint")
@@ -54,13 +62,16 @@ func TestTUIHandoffRelaunch(t *testing.T) {
 	tm.WaitFor("faux: continue from") // pi wraps the long path onto the next line
 	tm.WaitReady(2)
 	reqs := e.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("model requests = %d, want 2", len(reqs))
+	if len(reqs) != 4 {
+		t.Fatalf("model requests = %d, want 4 (prompt, handoff request, after the handoff, relaunch)", len(reqs))
 	}
-	if reqs[0].PID == reqs[1].PID {
-		t.Errorf("both requests came from pid %d; the relaunch must be a fresh process", reqs[0].PID)
+	if !strings.HasPrefix(reqs[1].LastUser(), "[/handoff]") || !strings.Contains(reqs[1].LastUser(), "keep going") {
+		t.Errorf("the /handoff request = %q", reqs[1].LastUser())
 	}
-	cont := reqs[1].LastUser()
+	if reqs[0].PID != reqs[2].PID || reqs[2].PID == reqs[3].PID {
+		t.Errorf("pids %d %d %d: the relaunch must be a fresh process", reqs[0].PID, reqs[2].PID, reqs[3].PID)
+	}
+	cont := reqs[3].LastUser()
 	m := regexp.MustCompile(`^continue from (/\S+\.md)$`).FindStringSubmatch(cont)
 	if m == nil {
 		t.Fatalf("first request of the relaunched pi = %q, want \"continue from <handoff>\"", cont)
@@ -75,7 +86,7 @@ func TestTUIHandoffRelaunch(t *testing.T) {
 		}
 	}
 	// The relaunched pi's history is fresh: only the continuation.
-	if n := countRole(reqs[1], "user"); n != 1 {
+	if n := countRole(reqs[3], "user"); n != 1 {
 		t.Errorf("relaunched pi sent %d user messages, want only the continuation", n)
 	}
 	tm.Submit("/quit")
@@ -100,7 +111,7 @@ func TestPrintRelaunchBudget(t *testing.T) {
 		},
 		"repeat": true,
 	})
-	cmd := e.Command(pitest.Binary(t), append(e.PiArgs(handoffExt), "-p", "start")...)
+	cmd := e.Command(pitest.Binary(t), append(e.PiArgs(relaunchExt), "-p", "start")...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pi-session -p: %v\n%s", err, out)

@@ -43,11 +43,13 @@ func DecodeToolResult(r *Request) (ToolResult, error) {
 }
 
 // ToolResultPatch is a tool_result hook's answer: the fields to replace.
-// Nil fields keep pi's.
+// Nil fields keep pi's. Notice, when set, is shown to the user (not the
+// model) as a warning, whether or not anything is replaced.
 type ToolResultPatch struct {
 	Content []Block
 	Details json.RawMessage
 	IsError *bool
+	Notice  string
 }
 
 // Reply encodes the patch for the wire, text in the bulk bytes.
@@ -56,7 +58,8 @@ func (p ToolResultPatch) Reply() Reply {
 		Content []Block         `json:"content,omitempty"`
 		Details json.RawMessage `json:"details,omitempty"`
 		IsError *bool           `json:"isError,omitempty"`
-	}{Details: p.Details, IsError: p.IsError}
+		Notice  string          `json:"notice,omitempty"`
+	}{Details: p.Details, IsError: p.IsError, Notice: p.Notice}
 	var bulk []byte
 	if p.Content != nil {
 		out.Content, bulk = PackBlocks(p.Content)

@@ -59,6 +59,9 @@ func (r *Request) Decode(v any) error {
 // Sessions is the host's cache of session files, shared by all engines.
 func (r *Request) Sessions() *Sessions { return r.host.sessions }
 
+// Log is the host's log, for what an engine should record there.
+func (r *Request) Log() *slog.Logger { return r.host.log }
+
 // Peer is the process at the other end of a connection.
 type Peer struct {
 	PID, UID, GID int // from the kernel (SO_PEERCRED), not from the peer

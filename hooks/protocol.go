@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"strconv"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Protocol is the version of the wire protocol below. The extension sends
@@ -120,13 +122,13 @@ func parseMessage(line []byte) (m message, bulk int64, perr *Error, id json.RawM
 	if w.Bulk != nil && !isNull(w.Bulk) {
 		n, err := strconv.ParseInt(string(w.Bulk), 10, 64)
 		if err != nil || n < 0 {
-			return m, -1, Errorf(CodeInvalidRequest, "hooks: bulk must be a whole number of bytes >= 0, got %s", clip(w.Bulk)), validID(w.ID)
+			return m, -1, Errorf(CodeInvalidRequest, "hooks: bulk must be a whole number of bytes >= 0, got %s", clip.Echo(string(w.Bulk))), validID(w.ID)
 		}
 		bulk = n
 	}
 	m.Bulk = bulk
 	if id := validID(w.ID); w.ID != nil && id == nil {
-		return m, bulk, Errorf(CodeInvalidRequest, "hooks: id must be a string, a number or null, got %s", clip(w.ID)), nil
+		return m, bulk, Errorf(CodeInvalidRequest, "hooks: id must be a string, a number or null, got %s", clip.Echo(string(w.ID))), nil
 	}
 	m.ID = w.ID
 	if string(w.JSONRPC) != `"2.0"` {
@@ -184,14 +186,6 @@ func firstByte(raw []byte) byte {
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-// clip shortens raw JSON for an error message.
-func clip(raw []byte) string {
-	if len(raw) > 40 {
-		return string(raw[:40]) + "..."
-	}
-	return string(raw)
-}
 
 // frame is one message read from the stream with its bulk bytes. When err
 // is set the message could not be used; id is the request's id if known.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/pi-session/pi-session/session"
@@ -94,10 +97,41 @@ type Describe struct {
 	ContextTokens  int    `json:"contextTokens"` // pi's context size estimate (usage + trailing estimate)
 	UsageTokens    int    `json:"usageTokens"`
 	TrailingTokens int    `json:"trailingTokens"`
-	Diagnostics    int    `json:"diagnostics"` // lines pi would skip, tree defects
-	LeafID         string `json:"leafId"`
-	Bytes          int64  `json:"bytes"` // read so far
+	// Diagnostics counts the problems found: lines pi would skip, tree
+	// defects, fields pi keeps but cannot use as meant, an incomplete
+	// last line. Problems are the first few; Rest says where to see all.
+	Diagnostics int       `json:"diagnostics"`
+	Problems    []Problem `json:"problems,omitempty"`
+	Rest        string    `json:"rest,omitempty"`
+	LeafID      string    `json:"leafId"`
+	Bytes       int64     `json:"bytes"` // read so far
 }
+
+// Problem is one diagnostic of a session file.
+type Problem struct {
+	Where string `json:"where"` // "<file>:<line>"
+	Line  int    `json:"line"`
+	Field string `json:"field,omitempty"` // the member at fault; "" for the whole line
+	What  string `json:"what"`            // what is wrong, without the position
+	// Text is the line to show: "<file's base name>:<line>: <what> [field]".
+	Text string `json:"text"`
+}
+
+// problemOf renders a diagnostic as a Problem.
+func problemOf(d session.Diagnostic) Problem {
+	p := Problem{Where: d.Where(), Line: d.Line, Field: d.Field, What: d.Err.Error()}
+	p.Text = filepath.Base(d.File) + ":" + strconv.Itoa(d.Line) + ": " + p.What
+	if d.File == "" {
+		p.Text = d.Where() + ": " + p.What
+	}
+	if p.Field != "" {
+		p.Text += " [" + p.Field + "]"
+	}
+	return p
+}
+
+// ShownProblems is how many diagnostics session.describe lists.
+const ShownProblems = 5
 
 // DescribeParams are session.describe's params.
 type DescribeParams struct {
@@ -121,31 +155,59 @@ func describe(ctx context.Context, r *Request) (any, error) {
 		return out, nil
 	}
 	err := r.Sessions().With(path, func(f *session.File) error {
-		out.Exists = true
-		out.Entries = len(f.Entries)
-		out.Diagnostics = len(f.Diagnostics)
-		out.Bytes = f.Offset()
-		if len(f.Entries) == 0 {
-			return nil
-		}
-		branch, err := f.Branch(p.LeafID)
-		if err != nil {
-			return err
-		}
-		out.LeafID = branch[len(branch)-1].ID
-		msgs := session.Project(branch)
-		ct := session.EstimateContextTokens(branch, msgs)
-		out.Branch, out.Messages = len(branch), len(msgs)
-		out.LLMMessages = len(session.LLMMessages(msgs))
-		out.Tokens = session.EstimateTokens(msgs)
-		out.ContextTokens, out.UsageTokens, out.TrailingTokens = ct.Tokens, ct.UsageTokens, ct.TrailingTokens
-		return nil
+		var err error
+		out, err = DescribeFile(f, path, p.LeafID, ShownProblems)
+		return err
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return Describe{SessionFile: path}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// DescribeFile describes a session file read as f, from the entry leafID
+// ("" for the last), listing its first shown diagnostics.
+func DescribeFile(f *session.File, path, leafID string, shown int) (Describe, error) {
+	out := Describe{SessionFile: path, Exists: true, Entries: len(f.Entries), Bytes: f.Offset()}
+	all := f.AllDiagnostics()
+	out.Diagnostics = len(all) + f.Omitted
+	for _, d := range all[:min(shown, len(all))] {
+		out.Problems = append(out.Problems, problemOf(d))
+	}
+	if out.Diagnostics > len(out.Problems) {
+		out.Rest = "pi-session engine session " + shellQuote(path)
+	}
+	if len(f.Entries) == 0 {
+		return out, nil
+	}
+	branch, err := f.Branch(leafID)
+	if err != nil {
+		return out, err
+	}
+	out.LeafID = branch[len(branch)-1].ID
+	msgs := session.Project(branch)
+	ct := session.EstimateContextTokens(branch, msgs)
+	out.Branch, out.Messages = len(branch), len(msgs)
+	out.LLMMessages = len(session.LLMMessages(msgs))
+	out.Tokens = session.EstimateTokens(msgs)
+	out.ContextTokens, out.UsageTokens, out.TrailingTokens = ct.Tokens, ct.UsageTokens, ct.TrailingTokens
+	return out, nil
+}
+
+// shellQuote quotes a path for a command line a user can paste.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@%,=", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

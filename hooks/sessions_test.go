@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,4 +80,65 @@ func TestDescribe(t *testing.T) {
 	if _, _, err := c.Call(ctx, "session.describe", DescribeParams{LeafID: "nope"}, nil); codeOf(err) != CodeEngine {
 		t.Errorf("describe at an unknown leaf = %v, want an engine error", err)
 	}
+}
+
+// TestDescribeDiagnostics: describe lists the first diagnostics with file,
+// line and field, the incomplete last line included, says where the rest
+// are, and a file pi refuses is an error that says why.
+func TestDescribeDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	lines := `{"type":"session","version":3,"id":"s","timestamp":"2026-11-30T09:18:59.639Z","cwd":"/w"}` + "\n" +
+		`{"type":"message","id":"a","parentId":null,"timestamp":"yesterday-ish","message":{"role":"user","content":42}}` + "\n"
+	for i := 0; i < 6; i++ {
+		lines += "not json\n"
+	}
+	lines += `{"type":"message","id":"b","par`
+	os.WriteFile(path, []byte(lines), 0o600)
+	h, _ := startHost(t, Config{})
+	d, err := describeVia(t, h, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Problem{
+		{Where: path + ":2", Line: 2, Field: "message.content", What: `"message.content" is a number, want a string or an array of content blocks (role "user"); pi keeps the entry as written: invalid field`},
+		{Where: path + ":2", Line: 2, Field: "timestamp", What: `"timestamp" is "yesterday-ish", not an ISO 8601 time such as 2026-11-30T09:18:59.639Z: invalid field`},
+		{Where: path + ":3", Line: 3, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
+		{Where: path + ":4", Line: 4, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
+		{Where: path + ":5", Line: 5, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
+	}
+	for i := range want {
+		want[i].Text = "s.jsonl:" + strconv.Itoa(want[i].Line) + ": " + want[i].What
+		if want[i].Field != "" {
+			want[i].Text += " [" + want[i].Field + "]"
+		}
+	}
+	if diff := cmp.Diff(want, d.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if d.Diagnostics != 9 || d.Rest != "pi-session engine session "+path {
+		t.Errorf("diagnostics %d, rest %q; want 9 (the incomplete line 9 included) and the command listing them", d.Diagnostics, d.Rest)
+	}
+
+	bom := filepath.Join(dir, "bom.jsonl")
+	os.WriteFile(bom, []byte("\xef\xbb\xbf"+lines), 0o600)
+	_, err = describeVia(t, h, bom)
+	if err == nil || !strings.Contains(err.Error(), bom+":1: the file starts with a UTF-8 byte order mark") {
+		t.Errorf("describe of a file with a BOM = %v, want the reason at line 1", err)
+	}
+}
+
+// describeVia asks h for session.describe as a session of the file path.
+func describeVia(t *testing.T, h *Host, path string) (Describe, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var d Describe
+	res, _, err := c.Call(ctx, "session.describe", DescribeParams{}, nil)
+	json.Unmarshal(res, &d)
+	return d, err
 }

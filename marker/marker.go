@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // MaxSize is the largest marker file accepted. Markers hold four paths and an
@@ -44,88 +46,92 @@ var (
 	ErrNotRegular = errors.New("marker: not a regular file")
 	ErrSyntax     = errors.New("marker: not a JSON object")
 	ErrField      = errors.New("marker: bad field")
+	// ErrUntrusted: the marker, or its directory, could have been written
+	// by someone else: owned by another user, or writable by others.
+	ErrUntrusted = errors.New("marker: not trusted")
 )
 
-// Parse decodes and checks a marker. Its errors name the offending field.
+// Error says what is wrong with a marker file and where: the file, the
+// line and column (zero for a problem of the whole file), and the field.
+type Error struct {
+	Path  string // "" when the caller parsed bytes
+	Pos   jsonpos.Pos
+	Field string
+	What  string
+	Kind  error // ErrSyntax, ErrField, ErrTooLarge, ErrNotRegular or ErrUntrusted
+}
+
+func (e *Error) Error() string { return "marker: " + jsonpos.Message(e.Path, e.Pos, e.Field, e.What) }
+
+// Is makes errors.Is(err, ErrField) (and the others) work.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Parse decodes and checks a marker. Its errors (*Error) name the line and
+// column and the offending field; of several problems, the first in the
+// file.
 func Parse(data []byte) (Marker, error) {
-	var m Marker
 	if len(data) > MaxSize {
-		return m, ErrTooLarge
+		return Marker{}, &Error{What: fmt.Sprintf("%d bytes, more than the 64 KiB a marker may hold", len(data)), Kind: ErrTooLarge}
 	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&fields); err != nil {
-		return m, fmt.Errorf("%w: %v", ErrSyntax, err)
+	members, isObject := jsonpos.Members(data)
+	if !isObject {
+		switch {
+		case len(bytes.TrimSpace(data)) == 0:
+			return Marker{}, &Error{Pos: jsonpos.Pos{Line: 1, Column: 1}, What: "empty file", Kind: ErrSyntax}
+		case !json.Valid(data):
+			pos, what := jsonpos.SyntaxError(data, json.Unmarshal(data, new(json.RawMessage)))
+			return Marker{}, &Error{Pos: pos, What: what, Kind: ErrSyntax}
+		}
+		start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+		return Marker{}, &Error{Pos: jsonpos.At(data, start), What: "want a JSON object, got " + jsonpos.Kind(data), Kind: ErrSyntax}
 	}
-	if fields == nil {
-		return m, fmt.Errorf("%w: got null", ErrSyntax)
+	var m Marker
+	fields := map[string]**string{"cwd": new(*string), "handoff": new(*string), "launchPrompt": &m.LaunchPrompt, "sessionFile": &m.SessionFile, "launchId": new(*string)}
+	at := map[string]jsonpos.Pos{}
+	for _, mb := range members {
+		dst, known := fields[mb.Key]
+		if !known {
+			continue // unknown fields are ignored
+		}
+		at[mb.Key] = jsonpos.At(data, mb.Offset)
+		s, err := nullableString(mb.Value)
+		if err != "" {
+			return Marker{}, &Error{Pos: at[mb.Key], Field: mb.Key, What: err, Kind: ErrField}
+		}
+		*dst = s
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return m, fmt.Errorf("%w: data after the object", ErrSyntax)
+	for _, name := range []string{"cwd", "handoff"} {
+		pos, present := at[name]
+		switch s := *fields[name]; {
+		case !present:
+			start := jsonpos.At(data, int64(len(data)-len(bytes.TrimLeft(data, " \t\r\n"))))
+			return Marker{}, &Error{Pos: start, Field: name, What: "missing, want a non-empty string", Kind: ErrField}
+		case s == nil:
+			return Marker{}, &Error{Pos: pos, Field: name, What: "want a non-empty string, got null", Kind: ErrField}
+		case *s == "":
+			return Marker{}, &Error{Pos: pos, Field: name, What: "empty, want a non-empty string", Kind: ErrField}
+		}
 	}
-	var err error
-	if m.Cwd, err = requiredString(fields, "cwd"); err != nil {
-		return Marker{}, err
-	}
-	if m.Handoff, err = requiredString(fields, "handoff"); err != nil {
-		return Marker{}, err
-	}
-	if m.LaunchPrompt, err = nullableString(fields, "launchPrompt"); err != nil {
-		return Marker{}, err
-	}
-	if m.SessionFile, err = nullableString(fields, "sessionFile"); err != nil {
-		return Marker{}, err
-	}
-	if id, err := nullableString(fields, "launchId"); err != nil {
-		return Marker{}, err
-	} else if id != nil {
+	m.Cwd, m.Handoff = **fields["cwd"], **fields["handoff"]
+	if id := *fields["launchId"]; id != nil {
 		m.LaunchID = *id
 	}
 	return m, nil
 }
 
-func requiredString(fields map[string]json.RawMessage, name string) (string, error) {
-	s, err := nullableString(fields, name)
-	if err != nil {
-		return "", err
-	}
-	if s == nil || *s == "" {
-		return "", fmt.Errorf("%w %q: missing, want a non-empty string", ErrField, name)
-	}
-	return *s, nil
-}
-
-func nullableString(fields map[string]json.RawMessage, name string) (*string, error) {
-	raw, ok := fields[name]
-	if !ok || string(raw) == "null" {
-		return nil, nil
+// nullableString reads a string or null; the message says what is wrong.
+func nullableString(raw json.RawMessage) (*string, string) {
+	if string(raw) == "null" {
+		return nil, ""
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("%w %q: want a string or null, got %s", ErrField, name, describe(raw))
+		return nil, "want a string or null, got " + jsonpos.Kind(raw)
 	}
 	if strings.IndexByte(s, 0) >= 0 {
-		return nil, fmt.Errorf("%w %q: contains a NUL byte", ErrField, name)
+		return nil, "contains a NUL byte"
 	}
-	return &s, nil
-}
-
-func describe(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case '"':
-		return "a malformed string"
-	default:
-		return "a number"
-	}
+	return &s, ""
 }
 
 // Marshal encodes a marker the way pi-session writes it.
@@ -137,7 +143,8 @@ func Marshal(m Marker) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Write stores m at path atomically with mode 0600.
+// Write stores m at path atomically with mode 0600, in a directory that
+// only this user can write to (ErrUntrusted otherwise).
 func Write(path string, m Marker) error {
 	b, err := Marshal(m)
 	if err != nil {
@@ -146,6 +153,9 @@ func Write(path string, m Marker) error {
 	if len(b) > MaxSize {
 		return ErrTooLarge
 	}
+	if err := CheckDir(filepath.Dir(path)); err != nil {
+		return err
+	}
 	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("marker: write %s: %w", path, err)
 	}
@@ -153,13 +163,14 @@ func Write(path string, m Marker) error {
 }
 
 // Read reads and parses the marker at path. A missing file gives an error
-// that satisfies errors.Is(err, fs.ErrNotExist). Symbolic links, devices and
-// files over MaxSize are refused.
+// that satisfies errors.Is(err, fs.ErrNotExist). Symbolic links, devices,
+// files over MaxSize, and markers anyone but this user could have written
+// (see Trusted) are refused; the file is left as it is, as evidence.
 func Read(path string) (Marker, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return Marker{}, fmt.Errorf("marker: %s: %w (a symbolic link)", path, ErrNotRegular)
+			return Marker{}, &Error{Path: path, What: "a symbolic link, not a regular file", Kind: ErrNotRegular}
 		}
 		return Marker{}, fmt.Errorf("marker: %w", err)
 	}
@@ -169,7 +180,13 @@ func Read(path string) (Marker, error) {
 		return Marker{}, fmt.Errorf("marker: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return Marker{}, fmt.Errorf("marker: %s: %w", path, ErrNotRegular)
+		return Marker{}, &Error{Path: path, What: "not a regular file (" + fi.Mode().Type().String() + ")", Kind: ErrNotRegular}
+	}
+	if err := trusted(path, fi, false); err != nil {
+		return Marker{}, err
+	}
+	if err := CheckDir(filepath.Dir(path)); err != nil {
+		return Marker{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
@@ -177,9 +194,54 @@ func Read(path string) (Marker, error) {
 	}
 	m, err := Parse(data)
 	if err != nil {
-		return Marker{}, fmt.Errorf("%s: %w", path, err)
+		var me *Error
+		if errors.As(err, &me) {
+			c := *me
+			c.Path = path
+			return Marker{}, &c
+		}
+		return Marker{}, err
 	}
 	return m, nil
+}
+
+// CheckDir checks that dir, a marker directory, can be trusted: a
+// directory owned by this user that no one else can write to. A marker in
+// a directory others can write to could have been put there by them.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("marker: directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return &Error{Path: dir, What: "the marker directory is not a directory", Kind: ErrNotRegular}
+	}
+	return trusted(dir, fi, true)
+}
+
+// trusted refuses a file or directory owned by another user, or writable
+// by its group or by others: either could have been written by someone
+// else. The refusal says why and how to fix it.
+func trusted(path string, fi fs.FileInfo, dir bool) error {
+	what, could := "marker", "written it"
+	if dir {
+		what, could = "marker directory", "put a marker there"
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		fix := "remove it if you do not know who wrote it"
+		if dir {
+			fix = "point PI_SESSION_MARKER_DIR at a directory of your own"
+		}
+		return &Error{Path: path, What: fmt.Sprintf("the %s is owned by uid %d, not by you (uid %d): refused; fix: %s", what, st.Uid, os.Geteuid(), fix), Kind: ErrUntrusted}
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		who := "others"
+		if perm&0o002 == 0 {
+			who = "its group"
+		}
+		return &Error{Path: path, What: fmt.Sprintf("the %s is writable by %s (mode %04o), so they could have %s: refused; fix: chmod go-w %s", what, who, perm, could, path), Kind: ErrUntrusted}
+	}
+	return nil
 }
 
 // NewLaunchID returns a fresh random launch id (32 hex digits). It doubles as
@@ -265,8 +327,8 @@ func AssignmentFromEnv(getenv func(string) string, ppid int) (Assignment, error)
 	if !filepath.IsAbs(path) {
 		return Assignment{}, fmt.Errorf("%w: %s=%q is not an absolute path", ErrNotOwner, EnvMarker, path)
 	}
-	if _, nameID, ok := ParseName(filepath.Base(path)); !ok || nameID != id {
-		return Assignment{}, fmt.Errorf("%w: %s=%q does not name launch %s=%q", ErrNotOwner, EnvMarker, path, EnvLaunchID, id)
+	if namePID, nameID, ok := ParseName(filepath.Base(path)); !ok || nameID != id || namePID != pid {
+		return Assignment{}, fmt.Errorf("%w: %s=%q is not <dir>/%s-%s.json (%s-%s)", ErrNotOwner, EnvMarker, path, strconv.Itoa(pid), id, EnvWrapperPID, EnvLaunchID)
 	}
 	return Assignment{Path: path, LaunchID: id, WrapperPID: pid}, nil
 }

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // ErrBadArgument is wrapped by every *ArgError.
@@ -103,7 +106,7 @@ func unknownArgs(m map[string]json.RawMessage, known ...string) error {
 		return nil
 	}
 	sort.Strings(extra)
-	return argErr(extra[0], "unknown argument; valid arguments are %s", strings.Join(known, ", "))
+	return argErr(clip.Echo(extra[0]), "unknown argument; valid arguments are %s", strings.Join(known, ", "))
 }
 
 func isNull(v json.RawMessage) bool {
@@ -158,7 +161,7 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 			return 0, false, argErr(name, "must be %s, got %s", want, kindOf(v))
 		}
 		if f, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
-			return 0, false, argErr(name, "must be %s, got the string %q", want, s)
+			return 0, false, argErr(name, "must be %s, got the string %q", want, clip.Echo(s))
 		}
 	}
 	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
@@ -167,24 +170,13 @@ func getInt(m map[string]json.RawMessage, name string, lo, hi int64) (int64, boo
 	return int64(f), true, nil
 }
 
+// kindOf names what a mistyped argument holds: its JSON kind, or a number
+// as written.
 func kindOf(v json.RawMessage) string {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return "nothing"
+	if k := jsonpos.Kind(v); k != "a number" {
+		return k
 	}
-	switch v[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "the number " + short(v)
+	return "the number " + clip.Echo(string(bytes.TrimSpace(v)))
 }
 
 // ParseReadArgs validates the arguments of ctx_read.
@@ -202,7 +194,7 @@ func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {
 	}
 	a.ID = strings.TrimSpace(a.ID)
 	if !ValidHandle(a.ID) {
-		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits, as printed in an offload notice", clip(a.ID, 60))
+		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits, as printed in an offload notice", clip.Echo(a.ID))
 	}
 	if a.Offset, a.HasOffset, err = getInt(m, "offset", 0, math.MaxInt64>>1); err != nil {
 		return a, err
@@ -288,9 +280,12 @@ func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {
 	return a, nil
 }
 
-func clip(s string, n int) string {
+// cutText cuts payload text (a heading, a key, a line) to n bytes for a
+// preview or a header, marking the cut with "...". Arguments are echoed with
+// clip.Echo instead.
+func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	return s[:runeCut([]byte(s[:n+1]), n, 0)] + "..."
 }

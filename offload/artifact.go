@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Truncated output: pi's bash tool and Pi Fabric's fabric_exec cap what the
@@ -148,7 +150,7 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 			defer f.Close()
 			s, err := e.openStore()
 			if err == nil {
-				meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
+				meta := pendingMeta(req)
 				ent, dedup, err := s.PutStream(func(w io.Writer) error {
 					_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 					return err
@@ -161,7 +163,7 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 			}
 			why = "storing it failed"
 		} else {
-			why = err.Error()
+			why = clip.Echo(err.Error())
 		}
 	}
 	if textBytes < cfg.ReadOffloadThreshold {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pi-session/pi-session/jsonpath"
 )
 
 // Benchmarks of the engine on payloads of 64 KB, 1 MB, 16 MB and 100 MB in
@@ -367,11 +369,11 @@ func TestBenchShapes(t *testing.T) {
 			}
 		}
 		if shape == "json" {
-			q, err := parseJSONPath(jp)
+			q, err := jsonpath.Parse(jp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if nodes, err := evalJSONPath(data, q); err != nil || len(nodes) != 1 {
+			if nodes, err := q.Select(data); err != nil || len(nodes) != 1 {
 				t.Errorf("json: %s selects %d values, %v", jp, len(nodes), err)
 			}
 		}

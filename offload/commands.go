@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // SearchRequest searches every stored payload of the workspace (for the
@@ -106,7 +108,7 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) (SearchResult, e
 			if n <= per && len(res.Hits) < max {
 				line += int64(countNL(d[lineFrom:st]))
 				lineFrom = st
-				res.Hits = append(res.Hits, SearchHit{Handle: ent.Handle, Offset: int64(st), Line: line, Text: clip(string(trimCR(d[st:en])), 300)})
+				res.Hits = append(res.Hits, SearchHit{Handle: ent.Handle, Offset: int64(st), Line: line, Text: cutText(string(trimCR(d[st:en])), 300)})
 			}
 			from = en + 1
 		}
@@ -157,7 +159,13 @@ type StatusResult struct {
 	Sessions  []SessionFigures `json:"sessions,omitempty"`
 	Store     StoreFigures     `json:"store"`
 	BadEvents int              `json:"badEvents,omitempty"`
+	// MoreSessions counts the sessions past the first maxStatusSessions,
+	// which Sessions leaves out.
+	MoreSessions int `json:"moreSessions,omitempty"`
 }
+
+// maxStatusSessions bounds the sessions /ce status --all lists one by one.
+const maxStatusSessions = 100
 
 func (e *Engine) storeFigures(cfg Config) StoreFigures {
 	sf := StoreFigures{MaxBytes: cfg.StoreMaxBytes, TTLMs: cfg.StoreTTLMs}
@@ -190,7 +198,7 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		return res, err
 	}
 	cfg, _ := e.cfg.get()
-	res.BadEvents = bad
+	res.BadEvents = bad.N
 	session := req.SessionID
 	if req.All {
 		session = ""
@@ -211,7 +219,11 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		}
 		sort.Strings(list)
 		for _, id := range list {
-			res.Sessions = append(res.Sessions, SessionFigures{SessionID: id, Figures: Tally(events, id)})
+			if len(res.Sessions) == maxStatusSessions {
+				res.MoreSessions++
+				continue
+			}
+			res.Sessions = append(res.Sessions, SessionFigures{SessionID: clip.Echo(id), Figures: Tally(events, id)})
 		}
 		fmt.Fprintf(&b, "Context Engineer, all %d recorded sessions of this workspace\n", len(list))
 	} else {
@@ -226,13 +238,16 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		for _, s := range res.Sessions {
 			fmt.Fprintf(&b, "  %s: %d, %d\n", s.SessionID, s.Figures.Offloads, s.Figures.NetTokensSaved)
 		}
+		if res.MoreSessions > 0 {
+			fmt.Fprintf(&b, "  ... %d more sessions\n", res.MoreSessions)
+		}
 	}
 	fmt.Fprintf(&b, "Store: %d payloads, %s of %s; payloads live %s\n", res.Store.Entries, humanBytes(res.Store.Bytes), humanBytes(res.Store.MaxBytes), time.Duration(res.Store.TTLMs)*time.Millisecond)
-	if bad > 0 {
-		fmt.Fprintf(&b, "(%d unreadable telemetry lines skipped)\n", bad)
+	if bad.N > 0 {
+		fmt.Fprintf(&b, "(%d unreadable telemetry lines skipped; the first: %s)\n", bad.N, bad.First)
 	}
 	b.WriteString("Token figures are estimates, not billing data.")
-	res.Text = b.String()
+	res.Text = capText(b.String(), maxCommandBytes)
 	return res, nil
 }
 
@@ -263,6 +278,7 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (TraceResult, erro
 	if limit <= 0 {
 		limit = 20
 	}
+	limit = min(limit, maxTraceEvents)
 	for i := len(events) - 1; i >= 0 && len(res.Events) < limit; i-- {
 		if req.All || events[i].Session == req.SessionID {
 			res.Events = append(res.Events, events[i])
@@ -279,9 +295,12 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (TraceResult, erro
 		b.WriteString(traceLine(ev))
 		b.WriteByte('\n')
 	}
-	res.Text = strings.TrimRight(b.String(), "\n")
+	res.Text = capText(strings.TrimRight(b.String(), "\n"), maxCommandBytes)
 	return res, nil
 }
+
+// maxTraceEvents bounds /ce trace n.
+const maxTraceEvents = 200
 
 func traceLine(ev Event) string {
 	ts := ev.Time
@@ -378,7 +397,51 @@ func (e *Engine) Settings(ctx context.Context) (SettingsResult, error) {
 			fmt.Fprintf(&b, "  - %s\n", w)
 		}
 	}
-	res.Text = strings.TrimRight(b.String(), "\n")
+	res.Text = capText(strings.TrimRight(b.String(), "\n"), maxCommandBytes)
+	return res, nil
+}
+
+// StartResult is what the extension shows when a session starts: Notice
+// (info, only with notifyOnStart) says the engine is on and what it does;
+// Warning lists the configuration's first warnings.
+type StartResult struct {
+	Notice  string `json:"notice,omitempty"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// startWarnings is how many configuration warnings the start notice names.
+const startWarnings = 3
+
+// Start is the engine's word when a session starts (notifyOnStart).
+func (e *Engine) Start(ctx context.Context) (StartResult, error) {
+	var res StartResult
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	cfg, warnings := e.cfg.get()
+	if cfg.NotifyOnStart {
+		if cfg.Enabled {
+			res.Notice = fmt.Sprintf("Context Engineer is on: tool results over %s go to .pi/context-store and the model reads them back with ctx_read; /ce status shows what that saved.", humanBytes(cfg.ReadOffloadThreshold))
+		} else {
+			res.Notice = "Context Engineer is off (\"enabled\": false in .pi/context-engineer.json): tool results reach the model as they are."
+		}
+	}
+	if len(warnings) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Context Engineer: %d warning", len(warnings))
+		if len(warnings) > 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(" in the configuration; the defaults stand for those settings:")
+		for i, w := range warnings {
+			if i == startWarnings {
+				fmt.Fprintf(&b, "\n  ... %d more: /ce settings lists them all", len(warnings)-startWarnings)
+				break
+			}
+			fmt.Fprintf(&b, "\n  %s", w)
+		}
+		res.Warning = capText(b.String(), maxCommandBytes)
+	}
 	return res, nil
 }
 

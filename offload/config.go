@@ -3,13 +3,17 @@ package offload
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // Config is the effective configuration of the engine, read from
@@ -85,75 +89,176 @@ var legacyOptions = map[string]bool{
 	"regexScanBytes": true, "programReadBytes": true, "storeDir": true,
 }
 
-// ParseConfig reads the content of .pi/context-engineer.json. It never fails:
-// invalid JSON gives the defaults, and each invalid, out-of-range, unknown or
-// legacy option keeps its default; every such case is listed in warnings.
-func ParseConfig(data []byte) (Config, []string) {
+// maxConfigWarnings bounds the warnings ParseConfig lists; the rest are
+// counted in one last warning.
+const maxConfigWarnings = 20
+
+// ParseConfig reads the content of .pi/context-engineer.json; name is the
+// file's path, used in the warnings. It never fails: invalid JSON gives the
+// defaults, and each null, mistyped, out-of-range, unknown or legacy option
+// keeps its default. Every such case is a warning that starts with
+// "name:line:" (and the column, for JSON syntax errors) and names the option.
+func ParseConfig(name string, data []byte) (Config, []string) {
 	c := DefaultConfig()
-	var warnings []string
+	w := &configWarnings{name: name, data: data, atLine: 1}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return c, []string{"the file is empty; using the defaults"}
+		w.add(0, "the file is empty; using the defaults")
+		return c, w.list()
 	}
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
+	body := data
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
+		w.addAt(0, true, "the file starts with a UTF-8 byte order mark; read without it")
+		body = body[3:]
+		w.data = body // positions count from after the mark, as editors do
+		w.at, w.atLine = 0, 1
+	}
+	// The first token tells a file that holds something else than an
+	// object, even when the rest is broken; an object is read whole first,
+	// so that a file with a syntax error gets the defaults and only the
+	// reason why.
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return c, []string{fmt.Sprintf("invalid JSON (%v); using the defaults", err)}
+	tok, err := dec.Token()
+	if err == nil && tok != json.Delim('{') {
+		start := int64(len(body) - len(bytes.TrimLeft(body, " \t\r\n")))
+		w.add(start, "the file holds %s, not an object of settings; using the defaults", jsonpos.Kind(body))
+		return c, w.list()
 	}
-	if raw == nil {
-		return c, []string{"the file holds null, not an object; using the defaults"}
-	}
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		var opt *Option
-		for i := range ConfigOptions {
-			if ConfigOptions[i].Name == name {
-				opt = &ConfigOptions[i]
+	members, isObject := jsonpos.Members(body)
+	if !isObject {
+		// encoding/json's offsets point just past the offending byte.
+		off := dec.InputOffset()
+		var se *json.SyntaxError
+		if verr := json.Unmarshal(body, new(json.RawMessage)); errors.As(verr, &se) {
+			err, off = verr, se.Offset-1
+			if se.Offset >= int64(len(body)) && strings.HasPrefix(se.Error(), "unexpected end") {
+				off = int64(len(body))
 			}
 		}
+		if err == nil { // not reached: a file that is no object is invalid JSON
+			err = errors.New("not one JSON object")
+		}
+		w.addAt(off, true, "invalid JSON (%s); using the defaults", clip.Echo(err.Error()))
+		return DefaultConfig(), w.list()
+	}
+	seen := map[string]int{}
+	listed := false // the names of the settings were given once
+	for _, m := range members {
+		key, v, keyOff, valOff := m.Key, m.Value, m.KeyOffset, m.Offset
+		keyLine := w.line(keyOff)
+		shown := clip.Echo(key)
+		if first, ok := seen[key]; ok {
+			w.add(keyOff, "%s: set again (first on line %d); the last value counts", shown, first)
+		}
+		seen[key] = keyLine
+		opt := configOption(key)
 		if opt == nil {
-			if legacyOptions[name] {
-				warnings = append(warnings, fmt.Sprintf("%s: a setting of earlier versions, ignored", name))
+			if legacyOptions[key] {
+				w.add(keyOff, "%s: a setting of earlier versions, ignored", shown)
 			} else {
-				warnings = append(warnings, fmt.Sprintf("%s: unknown setting, ignored", name))
+				if !listed {
+					w.add(keyOff, "%s: unknown setting, ignored (the settings are %s)", shown, optionNames())
+					listed = true
+				} else {
+					w.add(keyOff, "%s: unknown setting, ignored", shown)
+				}
 			}
 			continue
 		}
-		v := raw[name]
+		val := clip.Echo(string(v))
 		switch opt.Kind {
 		case "bool":
 			var b bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				warnings = append(warnings, fmt.Sprintf("%s: %s is not true or false; using the default %v", name, short(v), opt.Default))
+			if isNull(v) || json.Unmarshal(v, &b) != nil {
+				w.add(valOff, "%s: %s is not true or false; using the default %v", key, val, opt.Default)
+				setBool(&c, key, opt.Default.(bool))
 				continue
 			}
-			setBool(&c, name, b)
+			setBool(&c, key, b)
 		case "int":
 			var f float64
-			if err := json.Unmarshal(v, &f); err != nil {
-				warnings = append(warnings, fmt.Sprintf("%s: %s is not a number; using the default %v", name, short(v), opt.Default))
+			if isNull(v) || json.Unmarshal(v, &f) != nil {
+				w.add(valOff, "%s: %s is not a number; using the default %v", key, val, opt.Default)
+				setInt(&c, key, opt.Default.(int64))
 				continue
 			}
 			if f != math.Trunc(f) || f < float64(opt.Min) || f > float64(opt.Max) {
-				warnings = append(warnings, fmt.Sprintf("%s: %s is outside %d-%d (whole bytes); using the default %v", name, short(v), opt.Min, opt.Max, opt.Default))
+				w.add(valOff, "%s: %s is outside %d-%d (whole bytes); using the default %v", key, val, opt.Min, opt.Max, opt.Default)
+				setInt(&c, key, opt.Default.(int64))
 				continue
 			}
-			setInt(&c, name, int64(f))
+			setInt(&c, key, int64(f))
 		}
 	}
-	return c, warnings
+	return c, w.list()
 }
 
-func short(v json.RawMessage) string {
-	s := string(bytes.TrimSpace(v))
-	if len(s) > 40 {
-		s = s[:40] + "..."
+// configWarnings collects warnings that start with the file's name and a
+// position, at most maxConfigWarnings of them.
+type configWarnings struct {
+	name     string
+	data     []byte
+	warnings []string
+	more     int   // warnings not listed
+	moreLine int   // the line of the first of them
+	at       int64 // line counts up to this offset
+	atLine   int   // are known: the line of data[at]
+}
+
+// addAt adds a warning about the byte at off; col adds the column.
+func (w *configWarnings) addAt(off int64, col bool, format string, a ...any) {
+	off = min(max(off, 0), int64(len(w.data)))
+	if len(w.warnings) >= maxConfigWarnings {
+		if w.more == 0 {
+			w.moreLine = w.line(off)
+		}
+		w.more++
+		return
 	}
-	return s
+	pos := fmt.Sprintf("%d", w.line(off))
+	if col {
+		pos += fmt.Sprintf(":%d", jsonpos.At(w.data, off).Column)
+	}
+	w.warnings = append(w.warnings, fmt.Sprintf("%s:%s: %s", w.name, pos, fmt.Sprintf(format, a...)))
+}
+
+// add adds a warning about the line of the byte at off.
+func (w *configWarnings) add(off int64, format string, a ...any) { w.addAt(off, false, format, a...) }
+
+func (w *configWarnings) list() []string {
+	if w.more > 0 {
+		w.warnings = append(w.warnings, fmt.Sprintf("%s:%d: %d more warnings from here on, not listed", w.name, w.moreLine, w.more))
+	}
+	return w.warnings
+}
+
+// line is the 1-based line of the byte at off. Offsets mostly grow, so it
+// counts on from the last one asked.
+func (w *configWarnings) line(off int64) int {
+	off = min(max(off, 0), int64(len(w.data)))
+	if off < w.at {
+		w.at, w.atLine = 0, 1
+	}
+	w.atLine += bytes.Count(w.data[w.at:off], nl)
+	w.at = off
+	return w.atLine
+}
+
+func configOption(name string) *Option {
+	for i := range ConfigOptions {
+		if ConfigOptions[i].Name == name {
+			return &ConfigOptions[i]
+		}
+	}
+	return nil
+}
+
+func optionNames() string {
+	names := make([]string, len(ConfigOptions))
+	for i, o := range ConfigOptions {
+		names[i] = o.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 func setBool(c *Config, name string, b bool) {
@@ -192,6 +297,9 @@ func setInt(c *Config, name string, n int64) {
 func ConfigPath(workspace string) string {
 	return filepath.Join(workspace, ".pi", "context-engineer.json")
 }
+
+// maxConfigBytes is the largest configuration file read.
+const maxConfigBytes = 1 << 20
 
 // configLoader re-reads the configuration file when its size, mtime or inode
 // changes; a missing file means the defaults.
@@ -233,11 +341,15 @@ func (l *configLoader) get() (Config, []string) {
 		l.config, l.warnings = DefaultConfig(), nil
 		return l.config, l.warnings
 	}
+	if st.size > maxConfigBytes {
+		l.config, l.warnings = DefaultConfig(), []string{fmt.Sprintf("%s: %d bytes, more than a configuration may have (%d); using the defaults", l.path, st.size, maxConfigBytes)}
+		return l.config, l.warnings
+	}
 	data, err := os.ReadFile(l.path)
 	if err != nil {
 		l.config, l.warnings = DefaultConfig(), []string{fmt.Sprintf("cannot read %s (%v); using the defaults", l.path, err)}
 		return l.config, l.warnings
 	}
-	l.config, l.warnings = ParseConfig(data)
+	l.config, l.warnings = ParseConfig(l.path, data)
 	return l.config, l.warnings
 }

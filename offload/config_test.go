@@ -1,9 +1,12 @@
 package offload
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 func TestParseConfig(t *testing.T) {
 	def := DefaultConfig()
 	with := func(f func(*Config)) Config { c := DefaultConfig(); f(&c); return c }
+	const name = "ws/.pi/context-engineer.json"
 	tests := []struct {
 		name     string
 		in       string
@@ -26,29 +30,23 @@ func TestParseConfig(t *testing.T) {
 			Config{Enabled: false, ReadOffloadThreshold: 20000, TurnBudgetBytes: 60000, MinimumSavingsBytes: 512,
 				ErrorCompactionThreshold: 8192, ErrorCompactionPreviewBytes: 2000, OffloadPreviewBytes: 1024, CompactEditResults: false,
 				NotifyOnStart: true, StoreMaxBytes: 100000000, StoreTTLMs: 3600000}, nil},
-		{"invalid JSON", `{"enabled": tru`, def, []string{"invalid JSON (unexpected EOF); using the defaults"}},
-		{"not an object", `[1,2]`, def, []string{"invalid JSON (json: cannot unmarshal array into Go value of type map[string]json.RawMessage); using the defaults"}},
-		{"null", `null`, def, []string{"the file holds null, not an object; using the defaults"}},
-		{"blank", "  \n", def, []string{"the file is empty; using the defaults"}},
-		{"threshold below range", `{"readOffloadThreshold":100}`, def,
-			[]string{"readOffloadThreshold: 100 is outside 256-1000000000 (whole bytes); using the default 16384"}},
+		{"null is the default, not false", `{"enabled": null, "compactEditResults": null}`, def, []string{
+			name + ":1: enabled: null is not true or false; using the default true",
+			name + ":1: compactEditResults: null is not true or false; using the default true"}},
+		{"a later valid value does not undo the default", `{"enabled": false, "enabled": null}`, def, []string{
+			name + ":1: enabled: set again (first on line 1); the last value counts",
+			name + ":1: enabled: null is not true or false; using the default true"}},
+		{"invalid JSON", "{\n  \"enabled\": tru\n}", def, []string{name + ":2:17: invalid JSON (invalid character '\\n' in literal true (expecting 'e')); using the defaults"}},
+		{"null", `null`, def, []string{name + ":1: the file holds null, not an object of settings; using the defaults"}},
+		{"blank", "  \n", def, []string{name + ":1: the file is empty; using the defaults"}},
 		{"store cap above 500 MB", `{"storeMaxBytes":600000000,"offloadPreviewBytes":512}`, with(func(c *Config) { c.OffloadPreviewBytes = 512 }),
-			[]string{"storeMaxBytes: 600000000 is outside 1000000-500000000 (whole bytes); using the default 500000000"}},
-		{"fraction", `{"minimumSavingsBytes":10.5}`, def,
-			[]string{"minimumSavingsBytes: 10.5 is outside 1-1000000000 (whole bytes); using the default 256"}},
-		{"wrong types", `{"enabled":"yes","errorCompactionPreviewBytes":"4096"}`, def, []string{
-			`enabled: "yes" is not true or false; using the default true`,
-			`errorCompactionPreviewBytes: "4096" is not a number; using the default 4096`}},
-		{"legacy and unknown", `{"strict":true,"policy":"x","colour":"red","turnBudgetBytes":0}`, def, []string{
-			"colour: unknown setting, ignored",
-			"policy: a setting of earlier versions, ignored",
-			"strict: a setting of earlier versions, ignored"}},
-		{"preview above range", `{"offloadPreviewBytes":5000}`, def,
-			[]string{"offloadPreviewBytes: 5000 is outside 256-4096 (whole bytes); using the default 2048"}},
+			[]string{name + ":1: storeMaxBytes: 600000000 is outside 1000000-500000000 (whole bytes); using the default 500000000"}},
+		{"BOM", "\ufeff{\"enabled\": false}", with(func(c *Config) { c.Enabled = false }),
+			[]string{name + ":1:1: the file starts with a UTF-8 byte order mark; read without it"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, warnings := ParseConfig([]byte(tt.in))
+			got, warnings := ParseConfig(name, []byte(tt.in))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseConfig(%s) config (-want +got):\n%s", tt.in, diff)
 			}
@@ -57,6 +55,50 @@ func TestParseConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigFixtures reads every file of testdata/config and compares the
+// settings that differ from the defaults and the warnings with a golden
+// file: each warning names the file, the line (and column for JSON syntax)
+// and the setting.
+func TestConfigFixtures(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "config", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	var b strings.Builder
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, warnings := ParseConfig(path, data)
+		fmt.Fprintf(&b, "== %s\n", filepath.Base(path))
+		def := DefaultConfig()
+		got, _ := json.Marshal(c)
+		want, _ := json.Marshal(def)
+		var gm, wm map[string]any
+		for _, d := range []struct {
+			b []byte
+			m *map[string]any
+		}{{got, &gm}, {want, &wm}} {
+			dec := json.NewDecoder(strings.NewReader(string(d.b)))
+			dec.UseNumber()
+			dec.Decode(d.m)
+		}
+		for _, o := range ConfigOptions {
+			if fmt.Sprint(gm[o.Name]) != fmt.Sprint(wm[o.Name]) {
+				fmt.Fprintf(&b, "set %s = %v\n", o.Name, gm[o.Name])
+			}
+		}
+		for _, w := range warnings {
+			if !strings.HasPrefix(w, path+":") {
+				t.Errorf("%s: warning %q does not start with the file and line", path, w)
+			}
+			fmt.Fprintf(&b, "%s\n", w)
+		}
+	}
+	checkGolden(t, "config_warnings", b.String())
 }
 
 // Every option of the table has a parser case: setting it to a value in
@@ -74,7 +116,7 @@ func TestConfigOptionsAreParsed(t *testing.T) {
 			}
 			in = `{"` + o.Name + `":` + strconv.FormatInt(v, 10) + `}`
 		}
-		got, warnings := ParseConfig([]byte(in))
+		got, warnings := ParseConfig("c.json", []byte(in))
 		if len(warnings) != 0 || got == DefaultConfig() {
 			t.Errorf("ParseConfig(%s) = %+v, %v; want a changed config and no warning", in, got, warnings)
 		}

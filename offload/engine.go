@@ -7,13 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
-	"unicode/utf8"
 	"unsafe"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Options configure an Engine.
@@ -28,6 +34,9 @@ type Options struct {
 	// truncated result (pi's bash "Full output: <path>", Fabric's saved
 	// text) may be read; nil means os.TempDir().
 	ArtifactDirs []string
+	// Log gets one line when storing starts failing (with the error) and
+	// one when it works again; nil discards them.
+	Log *slog.Logger
 }
 
 // Engine is the offload engine of one workspace. It is safe for concurrent
@@ -37,13 +46,15 @@ type Engine struct {
 	now          func() time.Time
 	cfg          *configLoader
 	artifactDirs []string
+	log          *slog.Logger
 
 	openMu sync.Mutex
 	store  *Store
 	tel    *telemetry
 
-	mu       sync.Mutex
-	sessions map[string]*sessionState
+	mu        sync.Mutex
+	sessions  map[string]*sessionState
+	storeDown bool // the last store failed: the outage is logged
 }
 
 type sessionState struct {
@@ -54,6 +65,9 @@ type sessionState struct {
 	// programRead is the fingerprint of a handle a program read since the
 	// last model-boundary result: that result derives from it.
 	programRead string
+	// storeDown: the session was told that storing fails, and is not told
+	// again until storing has worked once.
+	storeDown bool
 }
 
 // New returns the engine of a workspace. Nothing is created on disk until a
@@ -74,12 +88,17 @@ func New(opt Options) (*Engine, error) {
 	if dirs == nil {
 		dirs = []string{os.TempDir()}
 	}
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	e := &Engine{
 		ws:           ws,
 		storeDir:     filepath.Join(ws, ".pi", "context-store"),
 		now:          now,
 		cfg:          &configLoader{path: ConfigPath(ws)},
 		artifactDirs: dirs,
+		log:          log,
 		sessions:     map[string]*sessionState{},
 	}
 	tel, err := newTelemetry(e.storeDir, now)
@@ -205,6 +224,11 @@ type Replacement struct {
 	OriginalBytes int64      `json:"originalBytes"`
 	VisibleBytes  int64      `json:"visibleBytes,omitempty"`
 	Warning       string     `json:"warning,omitempty"`
+	// Notice is for the user, not the model: said once per outage of the
+	// store, when a result stays inline because storing failed.
+	Notice string `json:"notice,omitempty"`
+
+	storeErr error // why storing failed (KeepStoreFailed)
 }
 
 // Reasons a result stays as it is.
@@ -280,6 +304,19 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 	}
 
 	rep, ev := e.decide(req, cfg, texts, textBytes, exposed)
+	if rep.Action == "replace" && rep.Handle != "" {
+		// The handle goes to the model: the entry is no longer its
+		// writer's to discard. If that cannot be recorded, the result
+		// stays as it was (a handle must not outlive this process alone).
+		if err := e.confirm(rep.Handle); err != nil {
+			rep, ev = e.storeFailed(err, textBytes)
+		}
+	}
+	if rep.storeErr != nil {
+		rep.Notice = e.outage(req.SessionID, rep.storeErr)
+	} else if rep.Action == "replace" {
+		e.stored(req.SessionID)
+	}
 	e.mu.Lock()
 	derived := st.programRead
 	st.programRead = ""
@@ -323,6 +360,70 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		e.record(*ev)
 	}
 	return rep, nil
+}
+
+// confirm makes a stored entry the model's: see Store.Confirm.
+func (e *Engine) confirm(handle string) error {
+	s, err := e.openStore()
+	if err != nil {
+		return err
+	}
+	return s.Confirm(handle)
+}
+
+// storeFailed is the decision when storing failed: the result stays, and
+// the event records the kind of error.
+func (e *Engine) storeFailed(err error, textBytes int64) (Replacement, *Event) {
+	rep := keep(KeepStoreFailed, textBytes)
+	rep.storeErr = err
+	return rep, &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes, Error: storeErrorClass(err)}
+}
+
+// outage notes a failed store: the first failure of an outage is logged
+// with its error, and each session gets one notice per outage, which
+// outage returns ("" when the session was told already).
+func (e *Engine) outage(session string, err error) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.storeDown {
+		e.storeDown = true
+		e.log.Warn("offload store failed", "dir", e.storeDir, "err", err.Error())
+	}
+	st := e.session(session)
+	if st.storeDown {
+		return ""
+	}
+	st.storeDown = true
+	return fmt.Sprintf("pi-session offload: large tool results stay in the context: the store %s cannot be written (%s). Storing resumes by itself once it works again.",
+		e.storeDir, clip.Echo(strings.TrimPrefix(err.Error(), "offload: ")))
+}
+
+// stored ends the session's outage, and the engine's.
+func (e *Engine) stored(session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.storeDown {
+		e.storeDown = false
+		e.log.Info("offload store works again", "dir", e.storeDir)
+	}
+	e.session(session).storeDown = false
+}
+
+// storeErrorClass names a storage error for telemetry.
+func storeErrorClass(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "no-space"
+	case errors.Is(err, syscall.EDQUOT):
+		return "quota"
+	case errors.Is(err, syscall.EFBIG):
+		return "file-too-large"
+	case errors.Is(err, syscall.EROFS):
+		return "read-only"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission"
+	}
+	return "io"
 }
 
 // noteProgramRead remembers that a program of the session read a handle.
@@ -422,9 +523,9 @@ func (e *Engine) decide(req ToolResultRequest, cfg Config, texts []int, textByte
 func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
 	s, err := e.openStore()
 	if err != nil {
-		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		return e.storeFailed(err, textBytes)
 	}
-	meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
+	meta := pendingMeta(req)
 	var ent Entry
 	var dedup bool
 	if len(texts) == 1 {
@@ -434,13 +535,16 @@ func (e *Engine) offload(req ToolResultRequest, cfg Config, texts []int, textByt
 		ent, dedup, err = s.PutStream(func(w io.Writer) error { return writeEnvelope(w, req, texts) }, meta, limits(cfg))
 	}
 	if err != nil {
-		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		return e.storeFailed(err, textBytes)
 	}
-	var data []byte
-	if len(texts) == 1 {
-		data = req.Content[texts[0]].bytes() // the stored bytes, already in memory
+	if len(texts) > 1 {
+		// The preview comes from the blocks in memory, not the stored
+		// envelope read back.
+		budget := previewBudget(cfg, strategy)
+		return e.notice(req, cfg, ent, blocksPreviewOf(req, texts, budget), nil, dedup, textBytes, strategy, warning, note)
 	}
-	return e.noticeFor(req, cfg, s, ent, data, dedup, textBytes, strategy, warning, note)
+	// The stored bytes are in memory already.
+	return e.noticeFor(req, cfg, s, ent, req.Content[texts[0]].bytes(), dedup, textBytes, strategy, warning, note)
 }
 
 // noticeFor builds the notice of a stored entry and checks the saving.
@@ -450,16 +554,26 @@ func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entr
 	if data == nil {
 		blob, err := s.Open(ent.Handle, 0)
 		if err != nil {
-			return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+			return e.storeFailed(err, textBytes)
 		}
 		defer blob.Close()
 		data = blob.Data
 	}
-	budget := int(cfg.OffloadPreviewBytes)
+	pv := buildPreview(data, ent.Kind == "textBlocks", previewBudget(cfg, strategy))
+	return e.notice(req, cfg, ent, pv, data, dedup, textBytes, strategy, warning, note)
+}
+
+// previewBudget is the size of a notice's preview.
+func previewBudget(cfg Config, strategy string) int {
 	if strategy == "turn-budget" {
-		budget = min(budget, turnPreviewBytes)
+		return min(int(cfg.OffloadPreviewBytes), turnPreviewBytes)
 	}
-	pv := buildPreview(data, ent.Kind == "textBlocks", budget)
+	return int(cfg.OffloadPreviewBytes)
+}
+
+// notice builds the notice of a stored entry from its preview and checks
+// the saving; data is the stored payload when it is a single text.
+func (e *Engine) notice(req ToolResultRequest, cfg Config, ent Entry, pv preview, data []byte, dedup bool, textBytes int64, strategy, warning, note string) (Replacement, *Event) {
 	lines := totalLines(data)
 	if ent.Kind == "textBlocks" {
 		lines = 0
@@ -494,6 +608,12 @@ func (e *Engine) noticeFor(req ToolResultRequest, cfg Config, s *Store, ent Entr
 		OriginalBytes: textBytes, VisibleBytes: int64(len(text)), Warning: warning}, ev
 }
 
+// pendingMeta describes a tool result being stored: pending until the
+// decision to show its handle is confirmed (see Store.Confirm).
+func pendingMeta(req ToolResultRequest) Meta {
+	return Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID, Pending: true}
+}
+
 // writeEnvelope writes {"textBlocks":[{"index":i,"text":"..."},...]}.
 func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 	if _, err := io.WriteString(w, `{"textBlocks":[`); err != nil {
@@ -507,7 +627,7 @@ func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 		if _, err := fmt.Fprintf(w, `%s{"index":%d,"text":`, sep, i); err != nil {
 			return err
 		}
-		if err := writeJSONString(w, stringOf(req.Content[i].bytes())); err != nil {
+		if err := jsonscan.WriteString(w, stringOf(req.Content[i].bytes())); err != nil {
 			return err
 		}
 		if _, err := io.WriteString(w, "}"); err != nil {
@@ -515,86 +635,6 @@ func writeEnvelope(w io.Writer, req ToolResultRequest, texts []int) error {
 		}
 	}
 	_, err := io.WriteString(w, "]}")
-	return err
-}
-
-const hexDigits = "0123456789abcdef"
-
-// writeJSONString writes s as a JSON string literal; invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func writeJSONString(w io.Writer, s string) error {
-	buf := make([]byte, 0, 64<<10)
-	buf = append(buf, '"')
-	flush := func() error {
-		_, err := w.Write(buf)
-		buf = buf[:0]
-		return err
-	}
-	start := 0
-	// put appends s[start:i] to buf, writing long runs straight through.
-	put := func(i int) error {
-		if i-start > 16<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, s[start:i])
-			return err
-		}
-		buf = append(buf, s[start:i]...)
-		return nil
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				if err := put(i); err != nil {
-					return err
-				}
-				buf = append(buf, `\ufffd`...)
-				i += size
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if err := put(i); err != nil {
-			return err
-		}
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-		if len(buf) >= 60<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(buf) > 0 {
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	if _, err := io.WriteString(w, s[start:]); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, `"`)
 	return err
 }
 
@@ -609,7 +649,7 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 	// output when its full-output file is valid.
 	ent, artifact, err := e.storeFullOutput(req, cfg, texts)
 	if err != nil {
-		return keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		return e.storeFailed(err, textBytes)
 	}
 	notice := strings.ReplaceAll(probe, placeholderHandle, ent.Handle)
 	if artifact != "" {
@@ -633,7 +673,7 @@ func (e *Engine) storeFullOutput(req ToolResultRequest, cfg Config, texts []int)
 					ent, _, err := s.PutStream(func(w io.Writer) error {
 						_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 						return err
-					}, Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}, limits(cfg))
+					}, pendingMeta(req), limits(cfg))
 					if err == nil {
 						return ent, "recovered", nil
 					}
@@ -652,7 +692,7 @@ func (e *Engine) storeTexts(req ToolResultRequest, cfg Config, texts []int) (Ent
 	if err != nil {
 		return Entry{}, err
 	}
-	meta := Meta{Kind: "text", Source: req.ToolName, Session: req.SessionID}
+	meta := pendingMeta(req)
 	if len(texts) == 1 {
 		ent, _, err := s.Put(req.Content[texts[0]].bytes(), meta, limits(cfg))
 		return ent, err
@@ -681,7 +721,7 @@ func (e *Engine) compactEdit(req ToolResultRequest, cfg Config, texts []int, tex
 	}
 	ent, err := e.storeTexts(req, cfg, texts)
 	if err != nil {
-		rep, ev := keep(KeepStoreFailed, textBytes), &Event{Type: "keep", Reason: KeepStoreFailed, OriginalBytes: textBytes}
+		rep, ev := e.storeFailed(err, textBytes)
 		return rep, ev, true
 	}
 	notice = strings.ReplaceAll(notice, placeholderHandle, ent.Handle)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-session/pi-session/jsonscan"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -303,7 +305,7 @@ func TestSettingsWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
+	checkGolden(t, "settings", strings.ReplaceAll(s.Text, s.Path, "<workspace>/.pi/context-engineer.json"))
 	if s.Config.ReadOffloadThreshold != 16384 || s.Config.TurnBudgetBytes != 30000 || len(s.Warnings) != 2 {
 		t.Errorf("settings = %+v", s)
 	}
@@ -355,15 +357,15 @@ func TestSummarize(t *testing.T) {
 	ctx := context.Background()
 	code := "package main\n\nimport (\n\t\"fmt\"\n)\n\n// Run runs.\nfunc Run(x int) error {\n\treturn nil\n}\n\ntype T struct {\n\tA int\n}\n\nfunc (t *T) M() {}\n"
 	for _, tt := range []struct{ name, args string }{
-		{"json", `{"text":` + jsonString(buildJSON(30)) + `}`},
-		{"log", `{"text":` + jsonString(buildLog(500)) + `,"maxTokens":200}`},
-		{"code", `{"text":` + jsonString(code) + `,"mode":"code"}`},
+		{"json", `{"text":` + jsonscan.Quote(buildJSON(30)) + `}`},
+		{"log", `{"text":` + jsonscan.Quote(buildLog(500)) + `,"maxTokens":200}`},
+		{"code", `{"text":` + jsonscan.Quote(code) + `,"mode":"code"}`},
 	} {
 		res, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(tt.args)})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		golden(t, "summary_"+tt.name, res.Text)
+		checkGolden(t, "summary_"+tt.name, res.Text)
 	}
 	for _, args := range []string{`{}`, `{"text":"x","id":"ce_000000000000000000000000"}`, `{"text":"x","mode":"fancy"}`, `{"text":"x","maxTokens":10}`} {
 		if _, err := e.Summarize(ctx, SummarizeRequest{Args: json.RawMessage(args)}); !errors.Is(err, ErrBadArgument) {
@@ -481,5 +483,36 @@ func TestQueriesCreateNothing(t *testing.T) {
 	e.Trace(ctx, TraceRequest{All: true})
 	if _, err := os.Stat(filepath.Join(ws, ".pi")); !os.IsNotExist(err) {
 		t.Errorf("the workspace has .pi after status, settings and trace: %v", err)
+	}
+}
+
+// TestStatusSkipsCutShortTelemetry: an append to the telemetry log cut short
+// (a full disk, a killed host) costs only its own line: the events around
+// it still count, and /ce status says where the fragment is.
+func TestStatusSkipsCutShortTelemetry(t *testing.T) {
+	e, _ := newTestEngine(t, "")
+	ctx := context.Background()
+	if _, err := e.ToolResult(ctx, tr("bash", text(buildLog(600)))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(e.storeDir, "context-events.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"v":1,"type":"offload","session":"s1","bytesBef`) // cut short
+	f.Close()
+	if _, err := e.ToolResult(ctx, tr("bash", text(buildLog(700)))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.Status(ctx, StatusRequest{SessionID: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Figures.Offloads != 2 || st.BadEvents != 1 {
+		t.Errorf("%d offloads, %d bad lines; want both offloads counted and the one fragment skipped", st.Figures.Offloads, st.BadEvents)
+	}
+	if want := "(1 unreadable telemetry lines skipped; the first: context-events.jsonl:2: skipped"; !strings.Contains(st.Text, want) {
+		t.Errorf("status text lacks %q:\n%s", want, st.Text)
 	}
 }

@@ -8,76 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
-
-// FuzzJSONPath parses paths and runs them over documents: no panic, every
-// selected node is valid JSON, and a path that parses is accepted again
-// after a round trip through the evaluator.
-func FuzzJSONPath(f *testing.F) {
-	for _, p := range []string{
-		`$.store.book[0].title`, `$..author`, `$..book[?@.price<10]`, `$..book[::-1]`, `$['a b']["c"]`,
-		`$[?count(@.*) > 1 && !(@.x == "y") || match(@.s, "a.*")]`, `$..*`, `$[1:5:2]`, `$[?@ == $[0]]`,
-		`$[?search(@, '[')]`, `$.a[-1]`, `$[?value(@..x) != null]`, `$[?length(@) >= 2]`,
-	} {
-		f.Add(p, bookstore)
-		f.Add(p, `[1,[2,[3,{"x":"y","s":"abc"}]],"a\u00e9",{"":0}]`)
-	}
-	f.Fuzz(func(t *testing.T, path, doc string) {
-		q, err := parseJSONPath(path)
-		if err != nil {
-			return
-		}
-		if !json.Valid([]byte(doc)) || len(doc) > 1<<16 {
-			return
-		}
-		nodes, err := evalJSONPath([]byte(doc), q)
-		if err != nil {
-			if err == errTooManyNodes {
-				return
-			}
-			t.Fatalf("eval %q on valid JSON: %v", path, err)
-		}
-		for _, n := range nodes {
-			if !json.Valid([]byte(doc[n.s:n.e])) {
-				t.Fatalf("%q selected %q, not a JSON value", path, doc[n.s:n.e])
-			}
-		}
-	})
-}
-
-// FuzzJSONScan checks the scanner against encoding/json: every document
-// json.Valid accepts, the scanner accepts, and decoded strings agree.
-func FuzzJSONScan(f *testing.F) {
-	for _, d := range []string{bookstore, `"a\"b\\"`, `[1e5,-0.5,true,null,{}]`, `{"a":"\ud83d\ude00"}`, `  7 `, `[`, `"\u00zz"`} {
-		f.Add(d)
-	}
-	f.Fuzz(func(t *testing.T, doc string) {
-		d := []byte(doc)
-		valid := json.Valid(d)
-		if valid && validJSON(d) != nil {
-			t.Fatalf("json.Valid accepts %q, the scanner says %v", doc, validJSON(d))
-		}
-		if !valid {
-			return
-		}
-		i := skipWS(d, 0)
-		// Invalid UTF-8 in a string is passed through as it is (encoding/json
-		// replaces it with U+FFFD), so only valid text is compared.
-		if d[i] == '"' && utf8.Valid(d) {
-			var want string
-			json.Unmarshal(d, &want)
-			end, _ := skipString(d, i)
-			got, ok := unquote(d[i:end])
-			if !ok || got != want {
-				t.Fatalf("unquote(%s) = %q, %v; encoding/json says %q", doc, got, ok, want)
-			}
-			if n := decodedLen(d[i:end]); n != int64(len(want)) {
-				t.Fatalf("decodedLen(%s) = %d, want %d", doc, n, len(want))
-			}
-		}
-	})
-}
 
 // FuzzReadQuery runs line queries with every option over arbitrary text and
 // follows the cursors: pages end, no line shows twice, and the matching
@@ -93,7 +24,7 @@ func FuzzReadQuery(f *testing.F) {
 		}
 		// A hang inside one read would stall the fuzzer silently: crash
 		// instead, so the input is reported.
-		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("readQuery hangs on %q, query %q", clip(text, 200), query)) })
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("readQuery hangs on %q, query %q", cutText(text, 200), query)) })
 		defer watchdog.Stop()
 		args, _ := json.Marshal(map[string]any{"id": testID, "query": query, "regex": regex, "ignoreCase": fold,
 			"contextLines": int(ctx) % 5, "maxMatches": 1 + int(maxM)%8})
@@ -182,4 +113,71 @@ func FuzzReadQuery(f *testing.F) {
 			t.Fatalf("matching lines %v, want %v", got, want)
 		}
 	})
+}
+
+// FuzzParseConfig reads arbitrary configuration files: no panic, at most
+// maxConfigWarnings+1 warnings of bounded length, each starting with the
+// file's name and a line number, and every option within its range.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `{"enabled": null}`, `{"enabled":false,"readOffloadThreshold":20000}`, "{\n\"a\": tru\n}",
+		`[1]`, `{"storeMaxBytes": 1e400}`, `{"x":1,"x":2}`, "\ufeff{}", `{"offloadPreviewBytes": -0}`, `{"a":{"b":[1,{"c":null}]}} x`} {
+		f.Add([]byte(s))
+	}
+	const name = "ws/.pi/context-engineer.json"
+	pos := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:[1-9][0-9]*(:[1-9][0-9]*)?: `)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, warnings := ParseConfig(name, data)
+		if len(warnings) > maxConfigWarnings+1 {
+			t.Fatalf("%d warnings, want at most %d", len(warnings), maxConfigWarnings+1)
+		}
+		for _, w := range warnings {
+			if !pos.MatchString(w) {
+				t.Fatalf("warning %q does not start with %s:<line>:", w, name)
+			}
+			if len(w) > 2048 {
+				t.Fatalf("warning of %d bytes: %.300q", len(w), w)
+			}
+		}
+		got, _ := json.Marshal(c)
+		var m map[string]any
+		json.Unmarshal(got, &m)
+		for _, o := range ConfigOptions {
+			if o.Kind != "int" {
+				continue
+			}
+			if v := int64(m[o.Name].(float64)); v < o.Min || v > o.Max {
+				t.Fatalf("%s = %d, outside %d-%d", o.Name, v, o.Min, o.Max)
+			}
+		}
+	})
+}
+
+// FuzzBlocksPreview: the preview of text blocks built from the blocks in
+// memory is the one built from their stored envelope.
+func FuzzBlocksPreview(f *testing.F) {
+	f.Add("first block\nwith lines\n", "second \xff\xfe block\t\"quoted\"\n", 300)
+	f.Add("", "x", 2048)
+	f.Add(strings.Repeat("héllo wörld\n", 500), strings.Repeat("\x00\x1f", 300), 512)
+	f.Fuzz(func(t *testing.T, a, b string, budget int) {
+		budget = 256 + abs(budget)%4096
+		req := ToolResultRequest{Content: []ContentBlock{{Type: "text", Text: a}, {Type: "image"}, {Type: "text", Raw: []byte(b)}}}
+		var env bytes.Buffer
+		if err := writeEnvelope(&env, req, []int{0, 2}); err != nil {
+			t.Fatal(err)
+		}
+		want, ok := blocksPreview(env.Bytes(), budget)
+		if !ok {
+			t.Fatalf("no blocks in %q", env.Bytes())
+		}
+		if got := blocksPreviewOf(req, []int{0, 2}, budget); got != want {
+			t.Fatalf("from memory:\n%+v\nfrom the envelope:\n%+v", got, want)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/golden"
 )
 
 // Test payloads, deterministic.
@@ -152,23 +152,11 @@ func renderReplacement(r Replacement) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/golden/<name>.txt (-update
+// rewrites it).
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".txt")
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs from %s (-want +got):\n%s", name, path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), got)
 }
 
 func TestNoticeGolden(t *testing.T) {
@@ -209,7 +197,7 @@ func TestNoticeGolden(t *testing.T) {
 			if rep.Action != "replace" {
 				t.Fatalf("kept: %s", rep.Reason)
 			}
-			golden(t, "notice_"+tt.name, renderReplacement(rep))
+			checkGolden(t, "notice_"+tt.name, renderReplacement(rep))
 			// The notice saves at least minimumSavingsBytes and its calls work.
 			if rep.OriginalBytes-rep.VisibleBytes < 256 {
 				t.Errorf("saving %d < 256", rep.OriginalBytes-rep.VisibleBytes)
@@ -265,7 +253,7 @@ func TestRepeatedHandleOmitsPreview(t *testing.T) {
 	if first.Handle != second.Handle {
 		t.Fatalf("handles %s and %s for the same payload", first.Handle, second.Handle)
 	}
-	golden(t, "notice_repeat", renderReplacement(second))
+	checkGolden(t, "notice_repeat", renderReplacement(second))
 	if second.VisibleBytes >= first.VisibleBytes/2 {
 		t.Errorf("the repeat notice is %d bytes, the first %d: the preview was not omitted", second.VisibleBytes, first.VisibleBytes)
 	}

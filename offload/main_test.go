@@ -11,16 +11,16 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
 // The test binary doubles as a second process for the store tests: with
 // OFFLOAD_CHILD set, TestMain runs one child and exits.
 //
 //	OFFLOAD_CHILD=put    store OFFLOAD_N payloads of writer OFFLOAD_WRITER
 //	                     (every third one shared by all writers), then exit
-//	OFFLOAD_CHILD=hang   store one payload of OFFLOAD_SIZE bytes; at stage
+//	OFFLOAD_CHILD=hang   store one payload of OFFLOAD_SIZE bytes (pending with
+//	                     OFFLOAD_PENDING set), then confirm it; at stage
 //	                     OFFLOAD_STAGE print "at <stage>" and wait to be killed
 //	OFFLOAD_CHILD=loop   store payloads of OFFLOAD_SIZE bytes until killed
+//	OFFLOAD_CHILD=outage tool results while files cannot grow (outageChild)
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("OFFLOAD_CHILD"); mode != "" {
 		if err := child(mode); err != nil {
@@ -45,6 +45,9 @@ func payload(w, n, size int) []byte {
 }
 
 func child(mode string) error {
+	if mode == "outage" {
+		return outageChild()
+	}
 	atoi := func(k string) int { n, _ := strconv.Atoi(os.Getenv(k)); return n }
 	if v := os.Getenv("OFFLOAD_COMPACT_SLACK"); v != "" {
 		compactSlack = atoi("OFFLOAD_COMPACT_SLACK")
@@ -78,7 +81,8 @@ func child(mode string) error {
 			}
 		}
 		data := payload(7, 7, atoi("OFFLOAD_SIZE"))
-		_, _, err := s.PutStream(func(w io.Writer) error {
+		pending := os.Getenv("OFFLOAD_PENDING") != ""
+		e, _, err := s.PutStream(func(w io.Writer) error {
 			if _, err := w.Write(data[:len(data)/2]); err != nil {
 				return err
 			}
@@ -88,8 +92,16 @@ func child(mode string) error {
 			storeHook("half")
 			_, err := w.Write(data[len(data)/2:])
 			return err
-		}, Meta{Kind: "text"}, lim)
-		return err
+		}, Meta{Kind: "text", Pending: pending}, lim)
+		if err != nil {
+			return err
+		}
+		storeHook("stored")
+		if err := s.Confirm(e.Handle); err != nil {
+			return err
+		}
+		storeHook("confirmed")
+		return nil
 	case "loop":
 		size := atoi("OFFLOAD_SIZE")
 		fmt.Println("started")

@@ -9,6 +9,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // A lineMatcher finds matching lines in a payload. Lines end at '\n'; a
@@ -415,12 +417,12 @@ func regexError(err error) error {
 	var se *syntax.Error
 	if errors.As(err, &se) {
 		if se.Code == syntax.ErrInvalidPerlOp {
-			return unsupportedErr(fmt.Sprintf("Perl construct %s", se.Expr))
+			return unsupportedErr(fmt.Sprintf("Perl construct %s", clip.Echo(se.Expr)))
 		}
 		if se.Code == syntax.ErrInvalidEscape && len(se.Expr) == 2 && se.Expr[1] >= '1' && se.Expr[1] <= '9' {
 			return unsupportedErr("backreference " + se.Expr)
 		}
-		return fmt.Errorf("%w: %s at %q; the syntax is Go's RE2 (https://github.com/google/re2/wiki/Syntax), or set regex: false for a literal", ErrBadRegex, se.Code, se.Expr)
+		return fmt.Errorf("%w: %s at %q; the syntax is Go's RE2 (https://github.com/google/re2/wiki/Syntax), or set regex: false for a literal", ErrBadRegex, se.Code, clip.Echo(se.Expr))
 	}
 	return fmt.Errorf("%w: %v", ErrBadRegex, err)
 }

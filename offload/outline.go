@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Part is one named part of headed output: a section, a file of grep
@@ -30,29 +32,31 @@ type Outline struct {
 const maxParts = 100_000
 
 // grepPath returns the path of a "path:line:text" (or "path:line-text")
-// line. Line numbers start at 1, so "10:00:00" (a time of day in a log
-// line) is not one; a path of digits alone is a number, and one that
-// starts like a date (2026-11-30T10) is a log line's timestamp.
-func grepPath(line []byte) (string, bool) {
+// line, as a slice of the line (one outline of 100 MB of grep output sees
+// a million lines: a string for each would be garbage). Line numbers start
+// at 1, so "10:00:00" (a time of day in a log line) is not one; a path of
+// digits alone is a number, and one that starts like a date
+// (2026-11-30T10) is a log line's timestamp.
+func grepPath(line []byte) ([]byte, bool) {
 	i := bytes.IndexByte(line, ':')
 	if i <= 0 || i > 300 || line[0] == ' ' || line[0] == '\t' {
-		return "", false
+		return nil, false
 	}
 	if i+1 < len(line) && line[i+1] == '0' || isDigits(line[:i]) || i >= 5 && isDigits(line[:4]) && line[4] == '-' {
-		return "", false
+		return nil, false
 	}
 	j := i + 1
 	for j < len(line) && '0' <= line[j] && line[j] <= '9' {
 		j++
 	}
 	if j == i+1 || j >= len(line) || line[j] != ':' && line[j] != '-' {
-		return "", false
+		return nil, false
 	}
 	path := line[:i]
 	if bytes.IndexByte(path, ' ') >= 0 && bytes.IndexByte(path, '/') < 0 {
-		return "", false
+		return nil, false
 	}
-	return string(path), true
+	return path, true
 }
 
 func isDigits(b []byte) bool {
@@ -227,7 +231,7 @@ func grepOutline(data []byte) Outline {
 		end := lineEnd(data, pos)
 		line := data[pos:end]
 		if p, ok := grepPath(line); ok {
-			if cur == nil || cur.Name != p {
+			if cur == nil || cur.Name != string(p) {
 				if len(o.Parts) >= maxParts {
 					o.Truncated = true
 					break
@@ -235,7 +239,7 @@ func grepOutline(data []byte) Outline {
 				if cur != nil {
 					cur.End = int64(pos)
 				}
-				o.Parts = append(o.Parts, Part{Name: p, Level: 1, Start: int64(pos), Body: int64(pos)})
+				o.Parts = append(o.Parts, Part{Name: string(p), Level: 1, Start: int64(pos), Body: int64(pos)})
 				cur = &o.Parts[len(o.Parts)-1]
 			}
 			if len(line) > len(p)+1 && bytes.IndexByte(line[len(p)+1:], ':') >= 0 {
@@ -282,9 +286,9 @@ func findSection(o Outline, name string) (Part, error) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				fmt.Fprintf(&b, "%q at byte %d", p.Name, p.Start)
+				fmt.Fprintf(&b, "%q at byte %d", cutText(p.Name, 60), p.Start)
 			}
-			return Part{}, argErr("section", "%q is ambiguous: %s; read one with offset and length, or use query", name, b.String())
+			return Part{}, argErr("section", "%q is ambiguous: %s; read one with offset and length, or use query", clip.Echo(name), b.String())
 		}
 	}
 	var b strings.Builder
@@ -296,7 +300,7 @@ func findSection(o Outline, name string) (Part, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(fmt.Sprintf("%q", clip(p.Name, 60)))
+		b.WriteString(fmt.Sprintf("%q", cutText(p.Name, 60)))
 	}
-	return Part{}, argErr("section", "no section named %q; the sections are %s", clip(name, 80), b.String())
+	return Part{}, argErr("section", "no section named %q; the sections are %s", clip.Echo(name), b.String())
 }

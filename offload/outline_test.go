@@ -19,7 +19,8 @@ func TestGrepPath(t *testing.T) {
 		{"file.go:abc:x", "", false},
 	}
 	for _, tt := range tests {
-		path, ok := grepPath([]byte(tt.line))
+		p, ok := grepPath([]byte(tt.line))
+		path := string(p)
 		if path != tt.path || ok != tt.ok {
 			t.Errorf("grepPath(%q) = %q, %v; want %q, %v", tt.line, path, ok, tt.path, tt.ok)
 		}

@@ -2,12 +2,16 @@ package offload
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // preview is the index-like part of an offload notice.
@@ -27,7 +31,7 @@ func buildPreview(data []byte, textBlocks bool, budget int) preview {
 			return pv
 		}
 	}
-	if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
+	if i := jsonscan.SkipSpace(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') {
 		if pv, ok := jsonPreview(data, budget); ok {
 			return pv
 		}
@@ -137,13 +141,13 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	for i, p := range o.Parts {
 		own := o.ownEnd(i)
 		heading := data[p.Start:lineEnd(data, int(p.Start))]
-		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", clip(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
+		fmt.Fprintf(&b, "%s  [bytes %d-%d, %s]\n", cutText(string(trimCR(heading)), 120), p.Start, p.End, nLines(totalLines(data[p.Body:p.End])))
 		pos, shown, used := int(p.Body), 0, 0
 		for pos < int(own) && shown < 3 {
 			le := min(lineEnd(data, pos), int(own))
 			line := trimCR(data[pos:le])
 			if len(bytes.TrimSpace(line)) > 0 {
-				l := "  " + clip(string(line), 160) + "\n"
+				l := "  " + cutText(string(line), 160) + "\n"
 				if used+len(l) > per {
 					break
 				}
@@ -160,7 +164,7 @@ func sectionsPreview(data []byte, o Outline, budget int) preview {
 	if stopAt < 0 {
 		stopAt = 0
 	}
-	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "sections", text: b.String(), stopAt: stopAt, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // ownEnd is where part i's own text ends: at the next heading, whatever
@@ -181,11 +185,6 @@ func (o Outline) largest() Part {
 		}
 	}
 	return best
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func outlinePreview(data []byte, o Outline, budget int) preview {
@@ -212,9 +211,9 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	line := func(p Part) string {
 		indent := strings.Repeat("  ", max(p.Level-1, 0))
 		if o.Kind == "grep" {
-			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Lines, p.Start, p.End)
+			return fmt.Sprintf("%s%s: %d lines [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Lines, p.Start, p.End)
 		}
-		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, clip(p.Name, 100), p.Start, p.End)
+		return fmt.Sprintf("%s%s [bytes %d-%d]\n", indent, cutText(p.Name, 100), p.Start, p.End)
 	}
 	var lines []string
 	size := b.Len()
@@ -252,7 +251,7 @@ func outlinePreview(data []byte, o Outline, budget int) preview {
 	for _, l := range lines[len(lines)-tail:] {
 		b.WriteString(l)
 	}
-	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonString(largest.Name))}
+	return preview{shape: "outline", text: b.String(), stopAt: o.Parts[0].Start, specific: fmt.Sprintf(`"section":%s`, jsonscan.Quote(largest.Name))}
 }
 
 // --- JSON ---
@@ -281,13 +280,13 @@ type arrayInfo struct {
 
 func scanArray(d []byte, s int) (arrayInfo, int, error) {
 	a := arrayInfo{kinds: map[string]int{}}
-	end, err := walkArray(d, s, func(i, vs, ve int) bool {
+	end, err := jsonscan.WalkArray(d, s, func(i, vs, ve int) bool {
 		if a.n == 0 {
 			a.first0, a.first1 = vs, ve
 		}
 		a.n++
 		if a.n <= 100 {
-			a.kinds[jsonKind(d, vs)]++
+			a.kinds[jsonpos.Type(d[vs:])]++
 		}
 		return true
 	})
@@ -308,11 +307,11 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 		return "[]"
 	}
 	of := kindList(a.kinds)
-	if jsonKind(d, a.first0) == "object" {
+	if jsonpos.Type(d[a.first0:]) == "object" {
 		var keys []string
-		eachMember(d, a.first0, func(k []byte, _, _ int) bool {
-			ks, _ := unquote(k)
-			keys = append(keys, clip(ks, 30))
+		jsonscan.EachMember(d, a.first0, func(k []byte, _, _ int) bool {
+			ks, _ := jsonscan.Unquote(k)
+			keys = append(keys, cutText(ks, 30))
 			return len(keys) < 6
 		})
 		of += " {" + strings.Join(keys, ", ") + "}"
@@ -323,7 +322,7 @@ func arraySummary(d []byte, a arrayInfo, size int) string {
 func shortScalar(d []byte, s, e int) string {
 	switch d[s] {
 	case '"':
-		str, _ := unquote(d[s:e])
+		str, _ := jsonscan.Unquote(d[s:e])
 		if len(str) > 60 {
 			cut := runeCut([]byte(str), 60, 0)
 			return strconv.Quote(str[:cut]) + fmt.Sprintf("... (%d bytes)", len(str))
@@ -332,11 +331,11 @@ func shortScalar(d []byte, s, e int) string {
 	case '{':
 		var keys []string
 		n := 0
-		eachMember(d, s, func(k []byte, _, _ int) bool {
+		jsonscan.EachMember(d, s, func(k []byte, _, _ int) bool {
 			n++
 			if len(keys) < 6 {
-				ks, _ := unquote(k)
-				keys = append(keys, clip(ks, 30))
+				ks, _ := jsonscan.Unquote(k)
+				keys = append(keys, cutText(ks, 30))
 			}
 			return true
 		})
@@ -346,7 +345,7 @@ func shortScalar(d []byte, s, e int) string {
 		}
 		return fmt.Sprintf("object {%s%s} (%d bytes)", strings.Join(keys, ", "), more, e-s)
 	}
-	return clip(string(d[s:e]), 60)
+	return cutText(string(d[s:e]), 60)
 }
 
 func kindList(kinds map[string]int) string {
@@ -363,7 +362,7 @@ func kindList(kinds map[string]int) string {
 // counts the members and the elements of top-level arrays, and finds the
 // largest value.
 func jsonPreview(d []byte, budget int) (preview, bool) {
-	rs := skipWS(d, 0)
+	rs := jsonscan.SkipSpace(d, 0)
 	type member struct {
 		key    string
 		vs, ve int
@@ -374,55 +373,27 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	var err error
 	var rootArr arrayInfo
 	if d[rs] == '{' {
-		// Walk the members by hand so that an array is validated and
-		// counted in the same pass.
-		i := skipWS(d, rs+1)
-		if i < len(d) && d[i] == '}' {
-			re = i + 1
-		}
-		for re == 0 && err == nil {
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != '"' {
-				err = &jsonError{i, "expected a member name"}
-				break
-			}
-			ks := i
-			var ke int
-			if ke, err = skipString(d, i); err != nil {
-				break
-			}
-			i = skipWS(d, ke)
-			if i >= len(d) || d[i] != ':' {
-				err = &jsonError{i, "expected ':'"}
-				break
-			}
-			vs := skipWS(d, i+1)
+		// Read the values as the object is scanned, so that an array is
+		// validated and counted in the same pass.
+		re, err = jsonscan.ScanObject(d, rs, 0, func(key []byte, vs int) (int, error) {
 			m := member{vs: vs}
-			m.key, _ = unquote(d[ks:ke])
+			m.key, _ = jsonscan.Unquote(key)
+			var err error
 			if vs < len(d) && d[vs] == '[' {
 				a, end, e := scanArray(d, vs)
 				m.arr, m.ve, err = &a, end, e
 			} else {
-				m.ve, err = skipValue(d, vs, 1)
+				m.ve, err = jsonscan.SkipValue(d, vs, 1)
 			}
-			if err != nil {
-				break
+			if err == nil {
+				members = append(members, m)
 			}
-			members = append(members, m)
-			i = skipWS(d, m.ve)
-			switch {
-			case i < len(d) && d[i] == ',':
-				i++
-			case i < len(d) && d[i] == '}':
-				re = i + 1
-			default:
-				err = &jsonError{i, "expected ',' or '}'"}
-			}
-		}
+			return m.ve, err
+		})
 	} else {
 		rootArr, re, err = scanArray(d, rs)
 	}
-	if err != nil || skipWS(d, re) != len(d) {
+	if err != nil || jsonscan.SkipSpace(d, re) != len(d) {
 		return preview{}, false
 	}
 	var b strings.Builder
@@ -453,7 +424,7 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 			} else {
 				v = shortScalar(d, m.vs, m.ve)
 			}
-			l := fmt.Sprintf("  %s: %s", strconv.Quote(clip(m.key, 60)), v)
+			l := fmt.Sprintf("  %s: %s", strconv.Quote(cutText(m.key, 60)), v)
 			if m.ve-m.vs > 200 {
 				l += fmt.Sprintf(" [bytes %d-%d]", m.vs, m.ve)
 			}
@@ -471,19 +442,19 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	if largest.e > largest.s {
 		target := largest
 		if d[target.s] == '{' && target.path != "$" {
-			specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(target.path))
+			specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(target.path))
 		}
 		if d[target.s] == '[' {
 			var fs, fe int
-			eachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
+			jsonscan.EachElement(d, target.s, func(i, vs, ve int) bool { fs, fe = vs, ve; return false })
 			if fe > fs {
 				p := target.path + "[0]"
-				specific = fmt.Sprintf(`"jsonPath":%s`, jsonString(p))
+				specific = fmt.Sprintf(`"jsonPath":%s`, jsonscan.Quote(p))
 				if d[fs] == '{' {
 					writeLine(fmt.Sprintf("%s has short fields:\n", p))
-					eachMember(d, fs, func(k []byte, vs, ve int) bool {
-						key, _ := unquote(k)
-						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(clip(key, 60)), shortValue(d, vs, ve)))
+					jsonscan.EachMember(d, fs, func(k []byte, vs, ve int) bool {
+						key, _ := jsonscan.Unquote(k)
+						return writeLine(fmt.Sprintf("  %s: %s\n", strconv.Quote(cutText(key, 60)), shortValue(d, vs, ve)))
 					})
 				} else {
 					writeLine(fmt.Sprintf("%s = %s\n", p, shortValue(d, fs, fe)))
@@ -497,12 +468,22 @@ func jsonPreview(d []byte, budget int) (preview, bool) {
 	return preview{shape: "json", text: b.String(), stopAt: int64(largest.s), specific: specific}, true
 }
 
+// blockView is one text block as a preview shows it: its position in the
+// envelope, its index in the result, the start of its text (decoded) and
+// its decoded size.
+type blockView struct {
+	pos  int
+	idx  int64
+	head []byte
+	size int64
+}
+
 // blocksPreview lists the blocks of a {"textBlocks":[...]} envelope.
 func blocksPreview(d []byte, budget int) (preview, bool) {
 	var arr [2]int
 	found := false
-	eachMember(d, skipWS(d, 0), func(k []byte, vs, ve int) bool {
-		if keyEquals(k, "textBlocks") && d[vs] == '[' {
+	jsonscan.EachMember(d, jsonscan.SkipSpace(d, 0), func(k []byte, vs, ve int) bool {
+		if jsonscan.KeyEquals(k, "textBlocks") && d[vs] == '[' {
 			arr, found = [2]int{vs, ve}, true
 			return false
 		}
@@ -511,34 +492,83 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 	if !found {
 		return preview{}, false
 	}
-	var b strings.Builder
 	n := 0
-	eachElement(d, arr[0], func(int, int, int) bool { n++; return true })
-	fmt.Fprintf(&b, "%d text blocks, each with its first lines:\n", n)
+	jsonscan.EachElement(d, arr[0], func(int, int, int) bool { n++; return true })
 	per := max(budget/max(n, 1)-80, 120)
-	first, second, shown0, blocks := -1, -1, 0, 0
-	eachElement(d, arr[0], func(i, vs, ve int) bool {
-		var idx int64 = -1
-		var text [2]int
-		eachMember(d, vs, func(k []byte, s, e int) bool {
-			switch {
-			case keyEquals(k, "index"):
-				idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
-			case keyEquals(k, "text") && d[s] == '"':
-				text = [2]int{s, e}
+	return renderBlocks(n, per, budget, func(yield func(blockView) bool) {
+		jsonscan.EachElement(d, arr[0], func(i, vs, ve int) bool {
+			var idx int64 = -1
+			var text [2]int
+			jsonscan.EachMember(d, vs, func(k []byte, s, e int) bool {
+				switch {
+				case jsonscan.KeyEquals(k, "index"):
+					idx, _ = strconv.ParseInt(string(d[s:e]), 10, 64)
+				case jsonscan.KeyEquals(k, "text") && d[s] == '"':
+					text = [2]int{s, e}
+				}
+				return true
+			})
+			if text[1] == 0 {
+				return true
 			}
-			return true
+			raw := d[text[0]:text[1]]
+			head, _ := jsonscan.AppendUnquoted(nil, raw, 0, int64(per))
+			return yield(blockView{pos: i, idx: idx, head: head, size: jsonscan.DecodedLen(raw)})
 		})
-		if text[1] == 0 {
-			return true
+	}), true
+}
+
+// blocksPreviewOf is blocksPreview of the envelope writeEnvelope makes of
+// texts, built from the texts themselves: the stored envelope need not be
+// read back (mapped and scanned, a 100 MB result would be resident twice).
+func blocksPreviewOf(req ToolResultRequest, texts []int, budget int) preview {
+	per := max(budget/max(len(texts), 1)-80, 120)
+	return renderBlocks(len(texts), per, budget, func(yield func(blockView) bool) {
+		for pos, i := range texts {
+			head, size := decodedHead(req.Content[i].bytes(), per)
+			if !yield(blockView{pos: pos, idx: int64(i), head: head, size: size}) {
+				return
+			}
 		}
+	})
+}
+
+// decodedHead is what jsonscan.WriteString then AppendUnquoted make of text:
+// the first up to n bytes, each invalid UTF-8 byte as U+FFFD, and the
+// length of the whole.
+func decodedHead(text []byte, n int) ([]byte, int64) {
+	size := int64(len(text))
+	var head []byte
+	for i := 0; i < len(text); {
+		r, w := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && w == 1 {
+			size += 2
+			if len(head)+3 <= n {
+				head = append(head, "\uFFFD"...)
+			} else if len(head) < n {
+				head = append(head, "\uFFFD"[:n-len(head)]...)
+			}
+		} else if len(head) < n {
+			head = append(head, text[i:min(i+w, i+n-len(head))]...)
+		}
+		i += w
+	}
+	return head, size
+}
+
+// renderBlocks is the preview of text blocks: n blocks in all, per bytes of
+// each at most, within about budget bytes (views is read no further).
+func renderBlocks(n, per, budget int, views iter.Seq[blockView]) preview {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d text blocks, each with its first lines:\n", n)
+	first, second, shown0, blocks := -1, -1, 0, 0
+	for v := range views {
 		if first < 0 {
-			first = i
+			first = v.pos
 		}
-		raw := d[text[0]:text[1]]
-		head, _ := appendUnquoted(nil, raw, 0, int64(per))
+		head := v.head
 		n := len(head)
-		if int64(n) < decodedLen(raw) {
+		if int64(n) < v.size {
 			n = cutHead(head, n-1)
 			if n == 0 {
 				n = len(head)
@@ -547,10 +577,10 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		if blocks == 0 {
 			shown0 = n
 		} else if blocks == 1 {
-			second = i
+			second = v.pos
 		}
 		blocks++
-		fmt.Fprintf(&b, "$.textBlocks[%d] (block %d of the result, %d bytes of text):\n", i, idx, decodedLen(raw))
+		fmt.Fprintf(&b, "$.textBlocks[%d] (block %d of the result, %d bytes of text):\n", v.pos, v.idx, v.size)
 		for _, l := range bytes.SplitAfter(head[:n], nl) {
 			if len(l) > 0 {
 				b.WriteString("  ")
@@ -560,8 +590,10 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 		if n > 0 && head[n-1] != '\n' {
 			b.WriteByte('\n')
 		}
-		return b.Len() < budget
-	})
+		if b.Len() >= budget {
+			break
+		}
+	}
 	if first < 0 {
 		first = 0
 	}
@@ -569,5 +601,5 @@ func blocksPreview(d []byte, budget int) (preview, bool) {
 	if second >= 0 {
 		pv.extra = fmt.Sprintf(`"jsonPath":"$.textBlocks[%d].text"`, second)
 	}
-	return pv, true
+	return pv
 }

@@ -11,6 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonpath"
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // ReadResult is what ctx_read returns: the text the caller sees and the
@@ -245,6 +252,13 @@ func readQuery(id string, data []byte, a ReadArgs, budget int, inProgram bool) (
 			return ReadResult{}, err
 		}
 	}
+	if !inProgram {
+		// The header repeats the query (cut by clip.Echo) and may end with
+		// a call to continue: what it takes past the reserve comes off the
+		// page, so the answer stays under its cap.
+		over := len(describeQuery(a)) + min(len(fullNextCall(id, a, "")), maxNextCall) - 200
+		budget = max(budget-max(over, 0), 256)
+	}
 	pg := page(data, m, a.ContextLines, a.MaxMatches, budget, cur)
 	if cur.Total < 0 {
 		cur.Total = pg.seen + countMatches(m, data, pg.countFrom)
@@ -300,7 +314,19 @@ func readQuery(id string, data []byte, a ReadArgs, budget int, inProgram bool) (
 	return res, nil
 }
 
+// maxNextCall is the longest "[more: ...]" call a query page ends with; a
+// call repeating a longer query says to repeat it instead.
+const maxNextCall = 1000
+
+// nextCall is the ctx_read call of the next page of a query.
 func nextCall(id string, a ReadArgs, cursor string) string {
+	if c := fullNextCall(id, a, cursor); len(c) <= maxNextCall {
+		return c
+	}
+	return fmt.Sprintf(`{"id":%q, the same query, regex, ignoreCase and contextLines, "cursor":%q}`, id, cursor)
+}
+
+func fullNextCall(id string, a ReadArgs, cursor string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `{"id":%q,"query":`, id)
 	if a.QueryArray {
@@ -325,7 +351,7 @@ func nextCall(id string, a ReadArgs, cursor string) string {
 
 func describeQuery(a ReadArgs) string {
 	if !a.QueryArray {
-		return strconv.Quote(clip(a.Query[0], 80))
+		return strconv.Quote(clip.Echo(a.Query[0]))
 	}
 	parts := make([]string, 0, len(a.Query))
 	for i, t := range a.Query {
@@ -333,7 +359,7 @@ func describeQuery(a ReadArgs) string {
 			parts = append(parts, fmt.Sprintf("... %d more", len(a.Query)-4))
 			break
 		}
-		parts = append(parts, strconv.Quote(clip(t, 40)))
+		parts = append(parts, strconv.Quote(clip.Echo(t)))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -390,6 +416,20 @@ func appendLine(out []byte, data []byte, start, end int, n int64, mark byte, max
 	return append(out, '\n')
 }
 
+// appendPart appends line n of a page: the number, sep, and the line's
+// text data[from:e] up to room bytes, cut at a character boundary, with a
+// newline. to is where the text stops (e when the rest fits).
+func appendPart(out, data []byte, n int64, sep byte, from, e, room int) (_ []byte, to int) {
+	to = min(e, from+room)
+	if to < e {
+		to = runeCut(data, to, from)
+	}
+	out = strconv.AppendInt(out, n, 10)
+	out = append(out, sep)
+	out = append(out, data[from:to]...)
+	return append(out, '\n'), to
+}
+
 // page fills one page of a query from cur.
 func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur queryCursor) pageOut {
 	var p pageOut
@@ -404,16 +444,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 	// A long matching line cut by the previous page goes on first.
 	if cur.Cont > 0 {
 		e := lineEnd(data, scan)
-		from := int(cur.Cont)
-		room := budget - 24
-		to := min(e, from+room)
-		if to < e {
-			to = runeCut(data, to, from)
-		}
-		p.text = strconv.AppendInt(p.text, line, 10)
-		p.text = append(p.text, '+')
-		p.text = append(p.text, data[from:to]...)
-		p.text = append(p.text, '\n')
+		var to int
+		p.text, to = appendPart(p.text, data, line, '+', int(cur.Cont), e, budget-24)
 		p.partial = true
 		note(line)
 		p.countFrom = min(e+1, len(data))
@@ -501,15 +533,8 @@ func page(data []byte, m lineMatcher, ctxLines, maxMatches, budget int, cur quer
 				win = win[i+1:] // the farthest context line goes first
 			}
 			p.text = append(p.text, win...)
-			room := max(budget-len(p.text)-24, 64)
-			to := min(e, s+room)
-			if to < e {
-				to = runeCut(data, to, s)
-			}
-			p.text = strconv.AppendInt(p.text, ln, 10)
-			p.text = append(p.text, ':')
-			p.text = append(p.text, data[s:to]...)
-			p.text = append(p.text, '\n')
+			var to int
+			p.text, to = appendPart(p.text, data, ln, ':', s, e, max(budget-len(p.text)-24, 64))
 			note(firstOfWin)
 			note(ln)
 			p.seen++
@@ -568,7 +593,7 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 	if !a.Regex {
 		for _, t := range a.Query {
 			if looksLikeRegex(t) {
-				hints = append(hints, fmt.Sprintf("%s looks like a regex but was matched as literal text: add \"regex\": true.", strconv.Quote(clip(t, 60))))
+				hints = append(hints, fmt.Sprintf("%s looks like a regex but was matched as literal text: add \"regex\": true.", strconv.Quote(clip.Echo(t))))
 				break
 			}
 		}
@@ -581,7 +606,7 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 			for _, w := range words {
 				m, _ := queryMatcher([]string{w}, false, a.IgnoreCase)
 				n := countMatches(m, data, 0)
-				counts = append(counts, fmt.Sprintf("%q %d", w, n))
+				counts = append(counts, fmt.Sprintf("%q %d", clip.Echo(w), n))
 				if n > 0 {
 					found = append(found, w)
 				}
@@ -590,9 +615,9 @@ func noMatchHints(data []byte, a ReadArgs) []string {
 			q, _ := json.Marshal(found)
 			switch {
 			case len(found) == 1:
-				h += fmt.Sprintf(" The query %s alone finds them.", q)
+				h += fmt.Sprintf(" The query %s alone finds them.", clip.Echo(string(q)))
 			case len(found) > 1:
-				h += fmt.Sprintf(" The array query %s finds lines with any of them.", q)
+				h += fmt.Sprintf(" The array query %s finds lines with any of them.", clip.Echo(string(q)))
 			}
 			hints = append(hints, h)
 		}
@@ -626,7 +651,7 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 	}
 	sec := data[p.Start:p.End]
 	if a.Offset >= int64(len(sec)) && len(sec) > 0 {
-		return ReadResult{}, offsetPastEnd("offset", a.Offset, int64(len(sec)), fmt.Sprintf("section %q", p.Name))
+		return ReadResult{}, offsetPastEnd("offset", a.Offset, int64(len(sec)), fmt.Sprintf("section %q", cutText(p.Name, 80)))
 	}
 	res, err := readRange(id, sec, a, budget, true)
 	if err != nil {
@@ -639,7 +664,7 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 		return res, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s section %q: bytes %d-%d of the section's %d (payload bytes %d-%d)", id, clip(p.Name, 80), m.Offset, m.Offset+m.Length, m.SectionBytes, p.Start, p.End)
+	fmt.Fprintf(&b, "[%s section %q: bytes %d-%d of the section's %d (payload bytes %d-%d)", id, cutText(p.Name, 80), m.Offset, m.Offset+m.Length, m.SectionBytes, p.Start, p.End)
 	if m.NextOffset != nil {
 		fmt.Fprintf(&b, "; nextOffset %d with the same section]\n", *m.NextOffset)
 	} else {
@@ -650,40 +675,56 @@ func readSection(id string, data []byte, a ReadArgs, budget int, inProgram bool)
 	return res, nil
 }
 
+// ErrBadJSONPath wraps every JSONPath syntax error.
+var ErrBadJSONPath = errors.New("offload: jsonPath: invalid")
+
+// jsonPathError words an error of package jsonpath for the model, as one
+// of offload's: a syntax error wraps ErrBadJSONPath.
+func jsonPathError(err error) error {
+	var je *jsonpath.Error
+	switch {
+	case !errors.As(err, &je):
+		return err
+	case errors.Is(err, jsonpath.ErrSyntax):
+		return fmt.Errorf("%w: %s", ErrBadJSONPath, je.Msg)
+	}
+	return errors.New("offload: jsonPath: " + je.Msg)
+}
+
 // readJSONPath reads the values a JSONPath selects: one string is shown
 // decoded, anything else as JSON; a large rendering is paged with offset.
 func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool) (ReadResult, error) {
-	q, err := parseJSONPath(a.JSONPath)
+	q, err := jsonpath.Parse(a.JSONPath)
 	if err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
-	nodes, err := evalJSONPath(data, q)
+	nodes, err := q.Select(data)
 	if err != nil {
-		var je *jsonError
+		var je *jsonscan.Error
 		if errors.As(err, &je) {
 			return ReadResult{}, argErr("jsonPath", "the payload is not JSON (%v); use query or a byte range (offset, length)", je)
 		}
-		return ReadResult{}, err
+		return ReadResult{}, jsonPathError(err)
 	}
 	meta := ReadMeta{TotalBytes: int64(len(data)), JSONPath: a.JSONPath, Results: len(nodes)}
 	res := ReadResult{Details: ReadDetails{ID: id, Mode: "jsonPath"}}
 	if len(nodes) == 0 {
 		meta.NextOffset = nil
 		res.Details.Result = meta
-		res.Text = fmt.Sprintf("No value of %s matches %s. Check the keys in the notice's preview; names are case-sensitive and indices start at 0.", id, a.JSONPath)
+		res.Text = fmt.Sprintf("No value of %s matches %s. Check the keys in the notice's preview; names are case-sensitive and indices start at 0.", id, clip.Echo(a.JSONPath))
 		return res, nil
 	}
 	// The rendering is a virtual concatenation of segments.
 	var segs [][]byte
 	decoded := false
 	var total int64
-	if len(nodes) == 1 && data[nodes[0].s] == '"' {
+	if len(nodes) == 1 && data[nodes[0].Start] == '"' {
 		decoded = true
-		total = decodedLen(data[nodes[0].s:nodes[0].e])
+		total = jsonscan.DecodedLen(data[nodes[0].Start:nodes[0].End])
 		meta.ValueType = "string"
 	} else if len(nodes) == 1 {
-		segs = [][]byte{data[nodes[0].s:nodes[0].e]}
-		meta.ValueType = jsonKind(data, nodes[0].s)
+		segs = [][]byte{data[nodes[0].Start:nodes[0].End]}
+		meta.ValueType = jsonpos.Type(data[nodes[0].Start:])
 	} else {
 		meta.ValueType = "list"
 		segs = append(segs, []byte("[\n"))
@@ -691,7 +732,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 			if i > 0 {
 				segs = append(segs, []byte(",\n"))
 			}
-			segs = append(segs, data[n.s:n.e])
+			segs = append(segs, data[n.Start:n.End])
 		}
 		segs = append(segs, []byte("\n]"))
 	}
@@ -712,7 +753,7 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var out []byte
 	if decoded {
-		out, _ = appendUnquoted(nil, data[nodes[0].s:nodes[0].e], a.Offset, n)
+		out, _ = jsonscan.AppendUnquoted(nil, data[nodes[0].Start:nodes[0].End], a.Offset, n)
 	} else {
 		out = virtualSlice(segs, a.Offset, n)
 	}
@@ -733,9 +774,9 @@ func readJSONPath(id string, data []byte, a ReadArgs, budget int, inProgram bool
 	}
 	var b strings.Builder
 	if len(nodes) == 1 {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip(a.JSONPath, 100), meta.ValueType, total, nodes[0].s, nodes[0].e)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %s of %d bytes at payload bytes %d-%d", id, clip.Echo(a.JSONPath), meta.ValueType, total, nodes[0].Start, nodes[0].End)
 	} else {
-		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip(a.JSONPath, 100), len(nodes), total)
+		fmt.Fprintf(&b, "[%s jsonPath %s: %d values, shown as a JSON list of %d bytes", id, clip.Echo(a.JSONPath), len(nodes), total)
 	}
 	if meta.NextOffset != nil || a.Offset > 0 {
 		fmt.Fprintf(&b, "; showing bytes %d-%d", a.Offset, a.Offset+int64(len(out)))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/jsonpath"
 )
 
 const testID = "ce_0123456789abcdef01234567"
@@ -437,5 +438,71 @@ func TestLowerASCIIAndFoldCounts(t *testing.T) {
 	got := foldLineCounts(data, []string{"error", "warn", "fail", "absent"})
 	if diff := cmp.Diff([]int{50000, 50000, 50000, 0}, got); diff != "" {
 		t.Errorf("foldLineCounts (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadJSONPathPagingAndStrings(t *testing.T) {
+	long := strings.Repeat("é line of text\n", 2000)
+	doc, _ := json.Marshal(map[string]any{"textBlocks": []any{map[string]any{"index": 0, "text": long}, map[string]any{"index": 2, "text": "second"}}})
+	var got strings.Builder
+	off := int64(0)
+	for pages := 0; ; pages++ {
+		a := mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.textBlocks[0].text","offset":`+strconv.FormatInt(off, 10)+`}`)
+		res, err := readJSONPath(testID, doc, a, 3000, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(res.Text)
+		m := res.Details.Result
+		if m.ValueType != "string" || m.ValueBytes != int64(len(long)) {
+			t.Fatalf("meta %+v", m)
+		}
+		if m.NextOffset == nil {
+			break
+		}
+		off = *m.NextOffset
+		if pages > 100 {
+			t.Fatal("no end")
+		}
+	}
+	if got.String() != long {
+		t.Errorf("paged string differs: %d bytes, want %d", got.Len(), len(long))
+	}
+	res, err := readJSONPath(testID, doc, mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.textBlocks[*].index"}`), 3000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[" + testID + " jsonPath $.textBlocks[*].index: 2 values, shown as a JSON list of 8 bytes]\n[\n0,\n2\n]"
+	if res.Text != want {
+		t.Errorf("list = %q, want %q", res.Text, want)
+	}
+	_, err = readJSONPath(testID, []byte("not json"), mustArgs(t, `{"id":"`+testID+`","jsonPath":"$.a"}`), 3000, false)
+	var ae *ArgError
+	if !errors.As(err, &ae) || ae.Arg != "jsonPath" || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("jsonPath on text: %v", err)
+	}
+}
+
+// TestReadJSONPathErrors pins the words of JSONPath errors as the model
+// reads them.
+func TestReadJSONPathErrors(t *testing.T) {
+	for _, tt := range []struct {
+		path, data string
+		is         error
+		want       string
+	}{
+		{"$[", `{}`, ErrBadJSONPath, `offload: jsonPath: invalid: unexpected end; close the bracket with ] at character 3 of "$["`},
+		{"store.book", `{}`, ErrBadJSONPath, `offload: jsonPath: invalid: a JSONPath starts at the root $, as in "$.store.book"`},
+		{"$..*", `[1,2`, ErrBadArgument, `offload: jsonPath: the payload is not JSON (expected ',' or ']' at byte 4); use query or a byte range (offset, length)`},
+	} {
+		a := mustArgs(t, `{"id":"`+testID+`","jsonPath":`+strconv.Quote(tt.path)+`}`)
+		_, err := readJSONPath(testID, []byte(tt.data), a, 3000, false)
+		if !errors.Is(err, tt.is) || err.Error() != tt.want {
+			t.Errorf("readJSONPath(%q, %q) = %v, want %q (%v)", tt.path, tt.data, err, tt.want, tt.is)
+		}
+	}
+	tooMany := &jsonpath.Error{Err: jsonpath.ErrTooManyNodes, Msg: "the query selects more than 5,000,000 nodes; narrow it"}
+	if got, want := jsonPathError(tooMany).Error(), "offload: jsonPath: the query selects more than 5,000,000 nodes; narrow it"; got != want {
+		t.Errorf("jsonPathError(too many) = %q, want %q", got, want)
 	}
 }

@@ -2,7 +2,8 @@ package offload
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -157,11 +158,7 @@ func Tally(events []Event, session string) Figures {
 func renderFigures(b *strings.Builder, f Figures) {
 	fmt.Fprintf(b, "Offloaded results: %d", f.Offloads)
 	if len(f.ByStrategy) > 0 {
-		var parts []string
-		for _, k := range sortedKeys(f.ByStrategy) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, f.ByStrategy[k]))
-		}
-		fmt.Fprintf(b, " (%s)", strings.Join(parts, ", "))
+		fmt.Fprintf(b, " (%s)", counts(f.ByStrategy))
 	}
 	if f.Repeats > 0 {
 		fmt.Fprintf(b, ", %d repeated", f.Repeats)
@@ -175,11 +172,7 @@ func renderFigures(b *strings.Builder, f Figures) {
 		fmt.Fprintf(b, "Stored with ctx_offload: %d\n", f.Explicit)
 	}
 	if len(f.KeptLarge) > 0 {
-		var parts []string
-		for _, k := range sortedKeys(f.KeptLarge) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, f.KeptLarge[k]))
-		}
-		fmt.Fprintf(b, "Large results left inline: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(b, "Large results left inline: %s\n", counts(f.KeptLarge))
 	}
 	fmt.Fprintf(b, "Follow-up: %d of %d offloaded handles later read; %d offloaded calls run again anyway\n", f.HandlesRead, f.HandlesOffloaded, f.Reruns)
 	r := f.Reads
@@ -189,11 +182,11 @@ func renderFigures(b *strings.Builder, f Figures) {
 		bytesPerToken, f.MainTokensPrevented, f.ReadbackTokens, f.NetTokensSaved)
 }
 
-func sortedKeys(m map[string]int) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// counts lists a tally by name: "error 2, offload 5".
+func counts(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	sort.Strings(ks)
-	return ks
+	return strings.Join(parts, ", ")
 }

@@ -3,6 +3,7 @@ package offload
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,9 +23,19 @@ import (
 
 // The store's layout under <workspace>/.pi/context-store:
 //
-//	blobs/<sha256 hex>   one payload, mode 0600, written to blobs/.tmp-* and renamed
+//	blobs/<sha256 hex>   one payload, mode 0600, written to blobs/.tmp-<writer>-* and renamed
 //	index.jsonl          append-only log of put and del records (compacted now and then)
 //	lock                 flock'd by a process changing the store
+//	live/<writer>        flock'd for as long as the Store that writes as <writer> is open
+//
+// A put appends its record before it renames the blob into place, both
+// under the lock, so a writer killed in between leaves a record without a
+// blob (dangling, removed), never a blob without a record; an unrecorded
+// blob means the index was lost, and is adopted. A put may be pending: its
+// handle is not handed out yet (the engine has still to answer pi), and
+// until Confirm it belongs to its writer. A Store opening a directory
+// removes what dead writers left: temporary blobs, dangling entries and
+// pending entries nobody confirmed, whose handles no model ever saw.
 //
 // A handle is "ce_" and the first 24 hex digits of the payload's SHA-256, so
 // identical payloads share one blob and one handle, and a blob whose index
@@ -40,7 +51,8 @@ var (
 const (
 	handlePrefix = "ce_"
 	handleHex    = 24
-	// staleTemp is the age after which a temporary blob is abandoned.
+	// staleTemp is the age after which a temporary blob whose name has no
+	// writer (written by an earlier version) is abandoned.
 	staleTemp = time.Hour
 	// scanEvery is how often a writing process re-checks the blob directory
 	// for dangling entries, orphaned blobs and abandoned temporary files.
@@ -73,11 +85,18 @@ type Entry struct {
 	Source  string `json:"src,omitempty"`  // tool name or ctx_offload source
 	Key     string `json:"key,omitempty"`  // ctx_offload key
 	Session string `json:"session,omitempty"`
+	// Pending: the handle was not handed out yet; Writer, the writer it
+	// belongs to until then (see Confirm).
+	Pending bool   `json:"pending,omitempty"`
+	Writer  string `json:"w,omitempty"`
 }
 
-// Meta describes a payload being stored.
+// Meta describes a payload being stored. Pending keeps the entry its
+// writer's until Confirm: should the writer die first, the next Store to
+// open the directory removes it.
 type Meta struct {
 	Kind, Source, Key, Session string
+	Pending                    bool
 }
 
 // Limits are the store's retention rules, from the configuration.
@@ -112,10 +131,13 @@ type Store struct {
 	lines    int
 	bad      int
 	lastScan time.Time
+	writer   string   // this Store's name in live/ and in temporary blobs
+	live     *os.File // live/<writer>, flock'd while the Store is open
 }
 
 // OpenStore opens (creating when needed, mode 0700) the store in dir. It
-// reads the index; it writes nothing.
+// reads the index and removes what writers that died left behind (see
+// Sweep); it stores nothing.
 func OpenStore(dir string, now func() time.Time) (*Store, error) {
 	s := &Store{dir: dir, blobs: filepath.Join(dir, "blobs"), index: filepath.Join(dir, "index.jsonl"), now: now}
 	if err := os.MkdirAll(s.blobs, 0o700); err != nil {
@@ -126,9 +148,10 @@ func OpenStore(dir string, now func() time.Time) (*Store, error) {
 			return nil, fmt.Errorf("offload: store: %w", err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.refresh(); err != nil {
+	if err := s.locked(func() error { return s.sweep(false) }); err != nil {
+		if s.lockF != nil {
+			s.lockF.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -137,16 +160,110 @@ func OpenStore(dir string, now func() time.Time) (*Store, error) {
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Close releases the lock file.
+// Close releases the lock file and the writer's name: pending entries not
+// confirmed by now are removed by the next Store to open the directory.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lockF != nil {
-		err := s.lockF.Close()
-		s.lockF = nil
-		return err
+	var errs []error
+	if s.live != nil {
+		os.Remove(s.live.Name())
+		errs = append(errs, s.live.Close())
+		s.live = nil
 	}
-	return nil
+	if s.lockF != nil {
+		errs = append(errs, s.lockF.Close())
+		s.lockF = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) liveDir() string { return filepath.Join(s.dir, "live") }
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ensureWriter gives the Store its writer name: a file in live/ that it
+// keeps flock'd while open, created under the store's lock so that a sweep
+// never sees it unlocked.
+func (s *Store) ensureWriter() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live != nil {
+		return s.writer, nil
+	}
+	if err := s.lock(); err != nil {
+		return "", err
+	}
+	defer s.unlock()
+	if err := os.MkdirAll(s.liveDir(), 0o700); err != nil {
+		return "", fmt.Errorf("offload: store: %w", err)
+	}
+	for {
+		name := randomHex(8)
+		f, err := os.OpenFile(filepath.Join(s.liveDir(), name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("offload: store: %w", err)
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "", fmt.Errorf("offload: store: %w", err)
+		}
+		s.writer, s.live = name, f
+		return name, nil
+	}
+}
+
+// liveWriters reports which writers in live/ are open: their file is
+// flock'd. The files of dead writers are removed. Called under the lock.
+func (s *Store) liveWriters() map[string]bool {
+	alive := map[string]bool{}
+	if s.writer != "" {
+		alive[s.writer] = true
+	}
+	ents, err := os.ReadDir(s.liveDir())
+	if err != nil {
+		return alive
+	}
+	for _, d := range ents {
+		name := d.Name()
+		if alive[name] {
+			continue
+		}
+		f, err := os.Open(filepath.Join(s.liveDir(), name))
+		if err != nil {
+			continue
+		}
+		if tryLockFile(f) {
+			os.Remove(f.Name()) // its Store is gone: nobody holds the lock
+		} else {
+			alive[name] = true
+		}
+		f.Close()
+	}
+	return alive
+}
+
+// tempWriter is the writer named in a temporary blob's name
+// (.tmp-<writer>-<random>), or "" for names of earlier versions.
+func tempWriter(name string) string {
+	rest, ok := strings.CutPrefix(name, ".tmp-")
+	if !ok {
+		return ""
+	}
+	w, _, ok := strings.Cut(rest, "-")
+	if !ok || len(w) != 16 {
+		return ""
+	}
+	return w
 }
 
 // HandleOf is the handle of a payload with the given SHA-256.
@@ -236,8 +353,13 @@ func (s *Store) apply(line []byte) {
 			s.bad++
 			return
 		}
-		if old, ok := s.entries[r.Handle]; ok && old.Time > r.Time {
-			r.Time = old.Time
+		if old, ok := s.entries[r.Handle]; ok {
+			if old.Time > r.Time {
+				r.Time = old.Time
+			}
+			if !old.Pending {
+				r.Pending, r.Writer = false, "" // confirmed once, confirmed for good
+			}
 		}
 		s.entries[r.Handle] = r.Entry
 		delete(s.tombs, r.Handle)
@@ -318,6 +440,11 @@ func (s *Store) Put(data []byte, meta Meta, lim Limits) (Entry, bool, error) {
 	if lim.MaxBytes > 0 && int64(len(data)) > lim.MaxBytes {
 		return Entry{}, false, fmt.Errorf("offload: payload of %d bytes exceeds storeMaxBytes %d", len(data), lim.MaxBytes)
 	}
+	if meta.Pending {
+		if _, err := s.ensureWriter(); err != nil {
+			return Entry{}, false, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		var tmp string
 		if !s.blobOK(sha, int64(len(data))) {
@@ -359,9 +486,14 @@ func (s *Store) blobOK(sha string, size int64) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
 }
 
-// writeTemp writes a complete, fsynced temporary blob.
+// writeTemp writes a complete, fsynced temporary blob, named after the
+// Store's writer so that a sweep can tell whether its writer is alive.
 func (s *Store) writeTemp(write func(io.Writer) error, h io.Writer) (name string, err error) {
-	f, err := os.CreateTemp(s.blobs, ".tmp-*")
+	writer, err := s.ensureWriter()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(s.blobs, ".tmp-"+writer+"-*")
 	if err != nil {
 		return "", fmt.Errorf("offload: store: %w", err)
 	}
@@ -417,39 +549,83 @@ func (s *Store) commit(sha string, size int64, tmp string, meta Meta, lim Limits
 	}
 	handle := HandleOf(mustHex(sha))
 	_, existed = s.entries[handle]
-	if tmp != "" {
-		if s.blobOK(sha, size) {
-			os.Remove(tmp) // another process stored the same payload meanwhile
-		} else {
-			if err := os.Rename(tmp, s.blobPath(sha)); err != nil {
-				os.Remove(tmp)
-				return Entry{}, false, false, fmt.Errorf("offload: store: %w", err)
-			}
-			hookAt("renamed")
-			if err := atomicfile.SyncDir(s.blobs); err != nil {
-				return Entry{}, false, false, fmt.Errorf("offload: store: %w", err)
-			}
-		}
-	} else if !s.blobOK(sha, size) {
+	if tmp == "" && !s.blobOK(sha, size) {
 		return Entry{}, false, true, nil
+	}
+	if tmp != "" && s.blobOK(sha, size) {
+		os.Remove(tmp) // another process stored the same payload meanwhile
+		tmp = ""
 	}
 	now := s.now().UnixMilli()
 	if old, ok := s.entries[handle]; ok && old.Time >= now {
 		now = old.Time + 1 // keep the newest put the newest, even on a coarse clock
 	}
 	e = Entry{Handle: handle, SHA: sha, Size: size, Time: now, Kind: meta.Kind, Source: meta.Source, Key: meta.Key, Session: meta.Session}
-	recs := []record{{Op: "put", Entry: e}}
-	if err := s.appendRecords(recs); err != nil {
+	if meta.Pending {
+		e.Pending, e.Writer = true, s.writer // Put and PutStream made sure there is one
+	}
+	// The record goes first: a writer killed before the rename leaves a
+	// record without its blob, which a sweep removes as dangling.
+	if err := s.appendRecords([]record{{Op: "put", Entry: e}}); err != nil {
+		if tmp != "" {
+			os.Remove(tmp)
+		}
 		return Entry{}, false, false, err
 	}
 	hookAt("appended")
+	if tmp != "" {
+		if err := os.Rename(tmp, s.blobPath(sha)); err != nil {
+			os.Remove(tmp)
+			s.appendRecords([]record{{Op: "del", Entry: Entry{Handle: handle, SHA: sha, Time: now}, Why: "failed"}})
+			s.refresh()
+			return Entry{}, false, false, fmt.Errorf("offload: store: %w", err)
+		}
+		hookAt("renamed")
+		if err := atomicfile.SyncDir(s.blobs); err != nil {
+			return Entry{}, false, false, fmt.Errorf("offload: store: %w", err)
+		}
+	}
 	if err := s.refresh(); err != nil {
 		return Entry{}, false, false, err
+	}
+	if cur, ok := s.entries[handle]; ok {
+		e = cur // a confirmed entry stays confirmed
 	}
 	if err := s.cleanup(lim, handle); err != nil {
 		return e, existed, false, err
 	}
 	return e, existed, false, nil
+}
+
+// Confirm records that a pending entry's handle was handed out: it stays
+// whatever becomes of its writer. Confirming a confirmed or unknown
+// handle does nothing.
+func (s *Store) Confirm(handle string) error {
+	return s.locked(func() error {
+		e, ok := s.entries[handle]
+		if !ok || !e.Pending {
+			return nil
+		}
+		e.Pending, e.Writer = false, ""
+		if err := s.appendRecords([]record{{Op: "put", Entry: e}}); err != nil {
+			return err
+		}
+		return s.refresh()
+	})
+}
+
+// locked runs fn with s.mu and the store's lock held, the index up to date.
+func (s *Store) locked(fn func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if err := s.refresh(); err != nil {
+		return err
+	}
+	return fn()
 }
 
 // Removal is one entry the cleanup plan removes, and why.
@@ -503,7 +679,7 @@ func (s *Store) cleanup(lim Limits, keep string) error {
 	var errs []error
 	if s.lastScan.IsZero() || s.now().Sub(s.lastScan) >= scanEvery {
 		s.lastScan = s.now()
-		if err := s.scan(); err != nil {
+		if err := s.sweep(true); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -559,17 +735,19 @@ func (s *Store) remove(plan []Removal) error {
 	return errors.Join(errs...)
 }
 
-// scan removes entries whose blob is gone (dangling) or has the wrong size,
-// adopts complete blobs that no record names (a crash between rename and
-// append, a lost index), deletes blobs of removed entries and abandoned
-// temporary files.
-func (s *Store) scan() error {
+// sweep removes what dead writers left: their temporary blobs, dangling
+// entries (a record whose blob is gone or has the wrong size) and their
+// pending entries, which no model saw. With adopt it also adopts complete
+// blobs that no record names (a lost or damaged index) and deletes blobs
+// of removed entries. Called under the lock with s.mu held.
+func (s *Store) sweep(adopt bool) error {
 	ents, err := os.ReadDir(s.blobs)
 	if err != nil {
 		return fmt.Errorf("offload: store: %w", err)
 	}
+	alive := s.liveWriters()
 	present := map[string]int64{}
-	var adopt []record
+	var adopted []record
 	now := s.now()
 	bySHA := map[string]string{}
 	for h, e := range s.entries {
@@ -582,7 +760,8 @@ func (s *Store) scan() error {
 			continue
 		}
 		if strings.HasPrefix(name, ".tmp-") {
-			if now.Sub(info.ModTime()) > staleTemp {
+			w := tempWriter(name)
+			if w != "" && !alive[w] || w == "" && now.Sub(info.ModTime()) > staleTemp {
 				os.Remove(filepath.Join(s.blobs, name))
 			}
 			continue
@@ -591,7 +770,7 @@ func (s *Store) scan() error {
 			continue
 		}
 		present[name] = info.Size()
-		if _, ok := bySHA[name]; ok {
+		if _, ok := bySHA[name]; ok || !adopt {
 			continue
 		}
 		h := HandleOf(mustHex(name))
@@ -599,12 +778,15 @@ func (s *Store) scan() error {
 			os.Remove(filepath.Join(s.blobs, name))
 			continue
 		}
-		adopt = append(adopt, record{Op: "put", Entry: Entry{Handle: h, SHA: name, Size: info.Size(), Time: info.ModTime().UnixMilli(), Kind: "recovered"}})
+		adopted = append(adopted, record{Op: "put", Entry: Entry{Handle: h, SHA: name, Size: info.Size(), Time: info.ModTime().UnixMilli(), Kind: "recovered"}})
 	}
 	var plan []Removal
 	for h, e := range s.entries {
-		if size, ok := present[e.SHA]; !ok || size != e.Size {
+		switch size, ok := present[e.SHA]; {
+		case !ok || size != e.Size:
 			plan = append(plan, Removal{h, "dangling"})
+		case e.Pending && !alive[e.Writer]:
+			plan = append(plan, Removal{h, "discarded unseen"})
 		}
 	}
 	sort.Slice(plan, func(i, j int) bool { return plan[i].Handle < plan[j].Handle })
@@ -613,7 +795,7 @@ func (s *Store) scan() error {
 	if err := s.remove(plan); err != nil {
 		return err
 	}
-	if err := s.appendRecords(adopt); err != nil {
+	if err := s.appendRecords(adopted); err != nil {
 		return err
 	}
 	return s.refresh()
@@ -742,37 +924,27 @@ func (s *Store) Entries() ([]Entry, error) {
 
 // Clear removes every payload.
 func (s *Store) Clear() (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
-	defer s.unlock()
-	if err := s.refresh(); err != nil {
-		return 0, err
-	}
 	var plan []Removal
-	for h := range s.entries {
-		plan = append(plan, Removal{h, "cleared"})
-	}
-	sort.Slice(plan, func(i, j int) bool { return plan[i].Handle < plan[j].Handle })
-	if err := s.remove(plan); err != nil {
+	err := s.locked(func() error {
+		for h := range s.entries {
+			plan = append(plan, Removal{h, "cleared"})
+		}
+		sort.Slice(plan, func(i, j int) bool { return plan[i].Handle < plan[j].Handle })
+		if err := s.remove(plan); err != nil {
+			return err
+		}
+		return s.compact()
+	})
+	if err != nil {
 		return 0, err
 	}
-	return len(plan), s.compact()
+	return len(plan), nil
 }
 
 // Maintain runs the cleanup now (it otherwise runs as payloads are stored).
 func (s *Store) Maintain(lim Limits) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.unlock()
-	if err := s.refresh(); err != nil {
-		return err
-	}
-	s.lastScan = time.Time{}
-	return s.cleanup(lim, "")
+	return s.locked(func() error {
+		s.lastScan = time.Time{}
+		return s.cleanup(lim, "")
+	})
 }

@@ -396,22 +396,50 @@ func TestStoreTwoProcessesWriteAtOnce(t *testing.T) {
 }
 
 // A writer killed at any point leaves a store that opens, with the payload
-// complete or absent.
+// complete or absent, and the next Store to open the directory removes
+// what the dead writer left: its temporary blob, a record whose blob it
+// never renamed, and a pending entry it never confirmed (a handle no model
+// saw). A confirmed entry, or one stored without Pending, stays.
 func TestStoreWriterKilledMidWrite(t *testing.T) {
 	const size = 4 << 20
 	want := payload(7, 7, size)
 	sum := sha256.Sum256(want)
 	h := HandleOf(sum[:])
-	for _, stage := range []string{"temp-open", "half", "temp-written", "renamed", "appended"} {
-		t.Run(stage, func(t *testing.T) {
+	tests := []struct {
+		stage   string
+		pending bool
+		present bool
+	}{
+		{"temp-open", false, false},
+		{"half", false, false},
+		{"temp-written", false, false},
+		{"appended", false, false},
+		{"renamed", false, true},
+		{"stored", false, true},
+		{"half", true, false},
+		{"appended", true, false},
+		{"renamed", true, false},
+		{"stored", true, false},
+		{"confirmed", true, true},
+	}
+	for _, tt := range tests {
+		name := tt.stage
+		if tt.pending {
+			name += "/pending"
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := startChild(t, "OFFLOAD_CHILD=hang", "OFFLOAD_STORE="+dir, "OFFLOAD_STAGE="+stage, "OFFLOAD_SIZE="+strconv.Itoa(size))
+			env := []string{"OFFLOAD_CHILD=hang", "OFFLOAD_STORE=" + dir, "OFFLOAD_STAGE=" + tt.stage, "OFFLOAD_SIZE=" + strconv.Itoa(size)}
+			if tt.pending {
+				env = append(env, "OFFLOAD_PENDING=1")
+			}
+			cmd := startChild(t, env...)
 			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			line, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil || line != "at "+stage+"\n" {
+			if err != nil || line != "at "+tt.stage+"\n" {
 				t.Fatalf("child said %q, %v", line, err)
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
@@ -420,7 +448,7 @@ func TestStoreWriterKilledMidWrite(t *testing.T) {
 			s := openTestStore(t, dir, time.Now)
 			check := func(when string) bool {
 				b, err := s.Open(h, 0)
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, ErrNotFound) || errors.Is(err, ErrExpired) {
 					return false
 				}
 				if err != nil {
@@ -432,21 +460,63 @@ func TestStoreWriterKilledMidWrite(t *testing.T) {
 				}
 				return true
 			}
-			present := check("after the kill")
-			if want := stage == "appended"; present != want {
-				t.Errorf("after a kill at %s the payload is present: %v, want %v", stage, present, want)
+			if present := check("after the kill"); present != tt.present {
+				t.Errorf("after a kill at %s the payload is present: %v, want %v", tt.stage, present, tt.present)
 			}
-			// The next writer cleans up; a renamed blob is adopted whole.
+			left, _ := filepath.Glob(filepath.Join(dir, "blobs", ".tmp-*"))
+			live, _ := filepath.Glob(filepath.Join(dir, "live", "*"))
+			if len(left)+len(live) > 0 {
+				t.Errorf("the dead writer's files survive the next start: %v %v", left, live)
+			}
+			if !tt.present {
+				if _, err := os.Stat(filepath.Join(dir, "blobs", hex.EncodeToString(sum[:]))); err == nil {
+					t.Errorf("the blob of an entry removed at the start is still there")
+				}
+			}
 			if err := s.Maintain(bigLimits); err != nil {
 				t.Fatal(err)
 			}
-			present = check("after cleanup")
-			if want := stage == "appended" || stage == "renamed"; present != want {
-				t.Errorf("after cleanup the payload is present: %v, want %v", present, want)
+			if present := check("after cleanup"); present != tt.present {
+				t.Errorf("after cleanup the payload is present: %v, want %v", present, tt.present)
 			}
 			verifyStore(t, dir)
 		})
 	}
+}
+
+// A pending entry of a writer that is still open stays however often other
+// Stores open the directory, and a confirmed entry is not made pending
+// again by a later pending put of the same payload.
+func TestStorePendingOfLiveWriter(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, time.Now)
+	e, _, err := s.Put(payload(1, 1, 3000), Meta{Pending: true}, bigLimits)
+	if err != nil || !e.Pending {
+		t.Fatalf("Put pending = %+v, %v", e, err)
+	}
+	s2 := openTestStore(t, dir, time.Now)
+	if _, err := s2.Lookup(e.Handle, 0); err != nil {
+		t.Fatalf("another Store's start removed a live writer's pending entry: %v", err)
+	}
+	if err := s.Confirm(e.Handle); err != nil {
+		t.Fatal(err)
+	}
+	if e2, _, _ := s2.Put(payload(1, 1, 3000), Meta{Pending: true}, bigLimits); e2.Pending {
+		t.Errorf("a pending put made a confirmed entry pending again: %+v", e2)
+	}
+	s.Close()
+	s2.Close()
+	s3 := openTestStore(t, dir, time.Now)
+	if _, err := s3.Lookup(e.Handle, 0); err != nil {
+		t.Errorf("a confirmed entry was removed after its writers closed: %v", err)
+	}
+	p, _, _ := s3.Put(payload(2, 2, 3000), Meta{Pending: true}, bigLimits)
+	s3.Close()
+	s4 := openTestStore(t, dir, time.Now)
+	if _, err := s4.Lookup(p.Handle, 0); !errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "discarded unseen") {
+		t.Errorf("a pending entry of a closed writer: Lookup = %v, want ErrExpired (discarded unseen)", err)
+	}
+	verifyStore(t, dir)
 }
 
 func TestStoreWriterKilledAtRandom(t *testing.T) {

@@ -6,6 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // SummarizeArgs are the arguments of ctx_summarize: a stored payload (ID)
@@ -45,14 +51,14 @@ func ParseSummarizeArgs(raw json.RawMessage) (SummarizeArgs, error) {
 		return a, argErr("id", "give either id (a handle) or text (inline text) to summarize, not both or neither")
 	}
 	if hasID && !ValidHandle(strings.TrimSpace(a.ID)) {
-		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits", clip(a.ID, 60))
+		return a, argErr("id", "%q is not a handle; a handle is ce_ followed by 24 hex digits", clip.Echo(a.ID))
 	}
 	a.ID = strings.TrimSpace(a.ID)
 	if mode, ok, err := getString(m, "mode", false); err != nil {
 		return a, err
 	} else if ok {
 		if mode != "structural" && mode != "code" {
-			return a, argErr("mode", "must be \"structural\" or \"code\", got %q", clip(mode, 40))
+			return a, argErr("mode", "must be \"structural\" or \"code\", got %q", clip.Echo(mode))
 		}
 		a.Mode = mode
 	}
@@ -69,7 +75,7 @@ func summarize(data []byte, mode string, maxBytes int) string {
 	var b strings.Builder
 	if mode == "code" {
 		codeSummary(&b, data, maxBytes)
-	} else if i := skipWS(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') && validJSON(data) == nil {
+	} else if i := jsonscan.SkipSpace(data, 0); i < len(data) && (data[i] == '{' || data[i] == '[') && jsonscan.Valid(data) == nil {
 		jsonShape(&b, data, maxBytes)
 	} else {
 		textSummary(&b, data, maxBytes)
@@ -105,10 +111,10 @@ func (w *shapeWriter) line(indent int, format string, a ...any) bool {
 }
 
 func jsonShape(b *strings.Builder, d []byte, maxBytes int) {
-	rs := skipWS(d, 0)
-	re, _ := skipValue(d, rs, 0)
+	rs := jsonscan.SkipSpace(d, 0)
+	re, _ := jsonscan.SkipValue(d, rs, 0)
 	w := &shapeWriter{b: b, d: d, max: maxBytes}
-	w.line(0, "JSON %s, %d bytes:", jsonKind(d, rs), re-rs)
+	w.line(0, "JSON %s, %d bytes:", jsonpos.Type(d[rs:]), re-rs)
 	w.value(1, "$", rs, re, 0)
 }
 
@@ -121,7 +127,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 	switch d[s] {
 	case '{':
 		n := 0
-		eachMember(d, s, func([]byte, int, int) bool { n++; return true })
+		jsonscan.EachMember(d, s, func([]byte, int, int) bool { n++; return true })
 		if name != "$" && !w.line(indent, "%s: object (%d keys, %d bytes)", name, n, e-s) {
 			return
 		}
@@ -131,9 +137,9 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		if depth >= 4 {
 			return
 		}
-		eachMember(d, s, func(k []byte, vs, ve int) bool {
-			key, _ := unquote(k)
-			w.value(indent+1, clip(key, 60), vs, ve, depth+1)
+		jsonscan.EachMember(d, s, func(k []byte, vs, ve int) bool {
+			key, _ := jsonscan.Unquote(k)
+			w.value(indent+1, cutText(key, 60), vs, ve, depth+1)
 			return !w.full
 		})
 	case '[':
@@ -141,13 +147,13 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		n := 0
 		kinds := map[string]int{}
 		var sample [][2]int
-		eachElement(d, s, func(_, vs, ve int) bool {
+		jsonscan.EachElement(d, s, func(_, vs, ve int) bool {
 			n++
 			if len(sample) < 20 {
 				sample = append(sample, [2]int{vs, ve})
 			}
 			if n <= 1000 {
-				kinds[jsonKind(d, vs)]++
+				kinds[jsonpos.Type(d[vs:])]++
 			}
 			return true
 		})
@@ -168,8 +174,8 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 				if d[el[0]] != '{' {
 					continue
 				}
-				eachMember(d, el[0], func(k []byte, vs, ve int) bool {
-					key, _ := unquote(k)
+				jsonscan.EachMember(d, el[0], func(k []byte, vs, ve int) bool {
+					key, _ := jsonscan.Unquote(k)
 					if f, ok := fields[key]; ok {
 						f.count++
 					} else {
@@ -181,7 +187,7 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 			}
 			for _, k := range order {
 				f := fields[k]
-				label := clip(k, 60)
+				label := cutText(k, 60)
 				if f.count < len(sample) {
 					label += fmt.Sprintf(" (in %d of the first %d)", f.count, len(sample))
 				}
@@ -194,10 +200,10 @@ func (w *shapeWriter) value(indent int, name string, s, e, depth int) {
 		}
 		w.value(indent+1, "[0]", sample[0][0], sample[0][1], depth+1)
 	case '"':
-		str, _ := unquote(d[s:e])
-		w.line(indent, "%s: string %s", name, strconv.Quote(clip(str, 40)))
+		str, _ := jsonscan.Unquote(d[s:e])
+		w.line(indent, "%s: string %s", name, strconv.Quote(cutText(str, 40)))
 	default:
-		w.line(indent, "%s: %s %s", name, jsonKind(d, s), clip(string(d[s:e]), 30))
+		w.line(indent, "%s: %s %s", name, jsonpos.Type(d[s:]), cutText(string(d[s:e]), 30))
 	}
 }
 
@@ -292,7 +298,7 @@ func codeSummary(b *strings.Builder, d []byte, maxBytes int) {
 			show = codeLine(line, 4)
 		}
 		if show {
-			l := fmt.Sprintf("%d: %s\n", n, clip(string(bytes.TrimRight(line, " \t")), 160))
+			l := fmt.Sprintf("%d: %s\n", n, cutText(string(bytes.TrimRight(line, " \t")), 160))
 			if b.Len()+len(l) > maxBytes-40 {
 				more++
 			} else {

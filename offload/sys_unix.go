@@ -45,3 +45,13 @@ func lockFile(f *os.File) error {
 }
 
 func unlockFile(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// tryLockFile takes an exclusive flock on f if nobody holds one.
+func tryLockFile(f *os.File) bool {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			return err == nil
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package offload
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -133,33 +132,50 @@ func (t *telemetry) files() ([]string, error) {
 	return out, nil
 }
 
-// events reads every recorded event in order; unreadable lines are counted.
-func (t *telemetry) events() ([]Event, int, error) {
+// badLines counts the telemetry lines events skipped and describes the
+// first: a fragment of an append cut short, or a line that is no event.
+type badLines struct {
+	N     int
+	First string
+}
+
+func (b *badLines) add(what string) {
+	if b.N == 0 {
+		b.First = what
+	}
+	b.N++
+}
+
+// events reads every recorded event in order; lines that are not events are
+// skipped and counted (rotate.ReadLines reports fragments with their place).
+func (t *telemetry) events() ([]Event, badLines, error) {
+	var bad badLines
 	files, err := t.files()
 	if err != nil {
-		return nil, 0, err
+		return nil, bad, err
 	}
 	var out []Event
-	bad := 0
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // rotated away meanwhile
 			}
-			return nil, 0, fmt.Errorf("offload: telemetry: %w", err)
+			return nil, bad, fmt.Errorf("offload: telemetry: %w", err)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
+		err = rotate.ReadLines(f, filepath.Base(name), 1<<20, func(line []byte) error {
 			var ev Event
-			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type == "" {
-				bad++
-				continue
+			if json.Unmarshal(line, &ev) != nil || ev.Type == "" {
+				bad.add(fmt.Sprintf("%s: a JSON line that is not an event", filepath.Base(name)))
+				return nil
 			}
 			out = append(out, ev)
-		}
+			return nil
+		}, func(fr rotate.Fragment) { bad.add(fr.String()) })
 		f.Close()
+		if err != nil {
+			return nil, bad, fmt.Errorf("offload: telemetry: %w", err)
+		}
 	}
 	return out, bad, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // ReadRequest is a ctx_read call: the model's arguments and where it runs.
@@ -64,6 +66,9 @@ func (e *Engine) Read(ctx context.Context, req ReadRequest) (ReadResult, error) 
 		e.record(ev)
 		return ReadResult{}, err
 	}
+	cfg, _ := e.cfg.get()
+	res.Text = capText(res.Text, answerCap(cfg.ReadOffloadThreshold, req.InProgram))
+	res.Details.Result.JSONPath = clip.Echo(res.Details.Result.JSONPath)
 	ev.ReturnedBytes = int64(len(res.Text))
 	ev.FromZero = a.Mode() == "range" && a.Offset == 0
 	if req.InProgram {
@@ -146,7 +151,7 @@ func (e *Engine) Summarize(ctx context.Context, req SummarizeRequest) (Summarize
 	if !req.InProgram {
 		max = min(max, pageBudget(cfg.ReadOffloadThreshold, false))
 	}
-	res.Text = summarize(data, a.Mode, max)
+	res.Text = capText(summarize(data, a.Mode, max), answerCap(cfg.ReadOffloadThreshold, req.InProgram))
 	res.Details.ID, res.Details.Mode, res.Details.Bytes, res.Details.MaxTokens = a.ID, a.Mode, int64(len(data)), a.MaxTokens
 	ev := Event{Session: req.SessionID, Type: "summarize", Mode: a.Mode, InProgram: req.InProgram, ReturnedBytes: int64(len(res.Text))}
 	if a.ID != "" {
@@ -219,12 +224,15 @@ func (e *Engine) Offload(ctx context.Context, req OffloadRequest) (OffloadResult
 	if err != nil {
 		return res, err
 	}
-	ent, dedup, err := s.Put(data, Meta{Kind: kind, Source: source, Key: key, Session: req.SessionID}, limits(cfg))
+	ent, dedup, err := s.Put(data, Meta{Kind: kind, Source: source, Key: key, Session: req.SessionID, Pending: true}, limits(cfg))
+	if err == nil {
+		err = s.Confirm(ent.Handle) // the answer hands the handle out
+	}
 	if err != nil {
 		return res, err
 	}
 	res.Details.ID, res.Details.Bytes, res.Details.Key, res.Details.Source, res.Details.Dedup = ent.Handle, ent.Size, key, source, dedup
-	res.Text = fmt.Sprintf("Stored %d bytes as %s; read it with ctx_read({\"id\":%q, ...}).", ent.Size, ent.Handle, ent.Handle)
+	res.Text = capText(fmt.Sprintf("Stored %d bytes as %s; read it with ctx_read({\"id\":%q, ...}).", ent.Size, ent.Handle, ent.Handle), answerCap(cfg.ReadOffloadThreshold, false))
 	e.record(Event{Session: req.SessionID, Type: "store", StoredBytes: ent.Size, HandleFP: HandleFP(ent.Handle), Dedup: dedup, Shape: kind})
 	return res, nil
 }
@@ -242,7 +250,7 @@ func (e *Engine) Methods() map[string]func(context.Context, json.RawMessage) (an
 		}
 		return nil
 	}
-	return map[string]func(context.Context, json.RawMessage) (any, error){
+	methods := map[string]func(context.Context, json.RawMessage) (any, error){
 		"toolResult": func(ctx context.Context, p json.RawMessage) (any, error) {
 			var req ToolResultRequest
 			if err := decode(p, &req); err != nil {
@@ -302,6 +310,9 @@ func (e *Engine) Methods() map[string]func(context.Context, json.RawMessage) (an
 			}
 			return e.Trace(ctx, req)
 		},
+		"start": func(ctx context.Context, p json.RawMessage) (any, error) {
+			return e.Start(ctx)
+		},
 		"settings": func(ctx context.Context, p json.RawMessage) (any, error) {
 			return e.Settings(ctx)
 		},
@@ -313,4 +324,11 @@ func (e *Engine) Methods() map[string]func(context.Context, json.RawMessage) (an
 			return e.Clear(ctx, req)
 		},
 	}
+	for name, fn := range methods {
+		methods[name] = func(ctx context.Context, p json.RawMessage) (any, error) {
+			res, err := fn(ctx, p)
+			return res, capError(err)
+		}
+	}
+	return methods
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +65,7 @@ const (
 	Signaled                  // pi died of a signal
 	NonZero                   // pi exited non-zero
 	Invalid                   // the marker could not be read or parsed
+	Untrusted                 // the marker or its directory could have been written by someone else
 	Foreign                   // the marker names another launch
 	BadCwd                    // the marker's cwd is not an existing absolute directory
 	BadHandoff                // the handoff is not an existing readable regular file
@@ -104,8 +106,11 @@ func Decide(in Input) Decision {
 	if in.Exit.Code != 0 {
 		return stop(NonZero, "pi exited with status %d", in.Exit.Code)
 	}
+	if errors.Is(in.MarkerErr, marker.ErrUntrusted) {
+		return stop(Untrusted, "untrusted %v", strings.TrimPrefix(in.MarkerErr.Error(), "marker: "))
+	}
 	if in.MarkerErr != nil {
-		return stop(Invalid, "invalid marker: %v", in.MarkerErr)
+		return stop(Invalid, "invalid %v", in.MarkerErr)
 	}
 	m := in.Marker
 	if m.LaunchID != "" && m.LaunchID != in.LaunchID {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/marker"
 )
 
@@ -46,7 +47,12 @@ func TestDecide(t *testing.T) {
 		{"pi killed", func(in *Input) { in.Exit.Signal = syscall.SIGKILL }, Signaled, "pi died by SIGKILL (status 137), which is not a relaunch authorization"},
 		{"pi exit 143", func(in *Input) { in.Exit.Code = 143 }, NonZero, "pi exited with status 143"},
 		{"non-zero", func(in *Input) { in.Exit.Code = 7 }, NonZero, "status 7"},
-		{"invalid marker", func(in *Input) { in.MarkerErr = errors.New(`marker: bad field "cwd"`) }, Invalid, `invalid marker: marker: bad field "cwd"`},
+		{"invalid marker", func(in *Input) {
+			in.MarkerErr = &marker.Error{Path: "/m/1-abc.json", Pos: jsonpos.Pos{Line: 2, Column: 9}, Field: "cwd", What: "want a string or null, got a number", Kind: marker.ErrField}
+		}, Invalid, `not relaunching: invalid marker: /m/1-abc.json:2:9: field "cwd": want a string or null, got a number; marker kept at /m/1-abc.json`},
+		{"untrusted marker", func(in *Input) {
+			in.MarkerErr = &marker.Error{Path: "/m/1-abc.json", What: "the marker is writable by others (mode 0666), so they could have written it: refused; fix: chmod go-w /m/1-abc.json", Kind: marker.ErrUntrusted}
+		}, Untrusted, `not relaunching: untrusted /m/1-abc.json: the marker is writable by others (mode 0666), so they could have written it: refused; fix: chmod go-w /m/1-abc.json; marker kept at /m/1-abc.json`},
 		{"foreign marker", func(in *Input) { in.Marker.LaunchID = "zzz" }, Foreign, "written for launch zzz, not this launch abc"},
 		{"bad cwd", func(in *Input) { in.CwdErr = errors.New("not a directory") }, BadCwd, `cwd "/w" is not an existing absolute directory: not a directory`},
 		{"missing handoff", func(in *Input) { in.HandoffErr = fs.ErrNotExist }, BadHandoff, `handoff "/w/h.md"`},

@@ -19,6 +19,7 @@ import (
 //	ROTATE_CHILD=pause   like append, but stop inside the first rotation at
 //	                     stage ROTATE_PAUSE_AT, print "paused <lines appended>",
 //	                     and wait for a line on stdin before going on
+//	ROTATE_CHILD=full, fsize, big, small: see fragmentChild
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("ROTATE_CHILD"); mode != "" {
 		if err := child(mode); err != nil {
@@ -55,6 +56,9 @@ func (c childConfig) env(mode string) []string {
 
 func child(mode string) error {
 	atoi := func(k string) int { n, _ := strconv.Atoi(os.Getenv(k)); return n }
+	if fragmentModes[mode] {
+		return fragmentChild(mode)
+	}
 	path := os.Getenv("ROTATE_PATH")
 	w, lines, size := atoi("ROTATE_WRITER"), atoi("ROTATE_LINES"), atoi("ROTATE_SIZE")
 	p := Policy{MaxBytes: int64(atoi("ROTATE_MAX")), Keep: atoi("ROTATE_KEEP")}

@@ -1,18 +1,14 @@
 package rotate
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 6_789_000, time.UTC) // stamps as 20260102T030405006Z
 
@@ -87,28 +83,8 @@ func TestPlanGolden(t *testing.T) {
 			for _, n := range r.Remove {
 				fmt.Fprintf(&b, "  %s\n", n)
 			}
-			golden(t, filepath.Join("testdata", "plan", tc.name+".golden"), b.String())
+			golden.Check(t, filepath.Join("testdata", "plan", tc.name+".golden"), b.String())
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }
 

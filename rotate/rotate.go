@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +70,11 @@ func hook(stage string) {
 // Log appends lines to one live file, <dir>/<base>.jsonl. Any number of Logs,
 // in any number of processes, may append to the same file: every line is
 // written with one write(2) on an O_APPEND descriptor, so lines are never
-// torn or interleaved on a local filesystem. Rotation renames the live file
-// to an archive, so a descriptor opened just before keeps appending to that
+// interleaved on a local filesystem. An append cut short (a full disk, a
+// killed writer) leaves a fragment that costs only its own line: a line that
+// lands glued to it is written again on a line of its own, and ReadLines
+// skips the fragment with a warning. Rotation renames the live file to an
+// archive, so a descriptor opened just before keeps appending to that
 // archive and nothing is lost; only deleting archives beyond Keep discards
 // history. A Log is safe for concurrent use.
 type Log struct {
@@ -178,14 +182,68 @@ func (l *Log) write(line []byte) error {
 		}
 	}
 	hook("checked")
-	n, err := l.f.Write(line)
-	if err != nil {
-		return fmt.Errorf("rotate: append %s: %w", l.path, err)
+	return l.appendLine(line)
+}
+
+// maxGlued bounds how often appendLine writes a line again after finding
+// it glued to another writer's cut-short line.
+const maxGlued = 3
+
+// appendLine writes line, which ends in a newline, so that it is a line of
+// its own whatever other writers left behind. An append cut short (a full
+// disk, a kill) leaves a fragment without a newline, and the next line
+// written lands glued to it. Writes to one file are serialized by the
+// kernel, so the byte just before this write's first byte is final: when it
+// is not a newline, the line was glued to a fragment and is written again,
+// now after a newline (the glued line is one fragment readers skip, see
+// ReadLines). When this writer's own append fails, it ends its fragment with
+// a newline if it can; otherwise the next writer's check mends it. Either
+// way a failed or interrupted append costs at most its own line. (The end
+// of the file cannot be checked before writing instead: a size read while
+// another write is under way shows a line half written.)
+func (l *Log) appendLine(line []byte) error {
+	fd := int(l.f.Fd())
+	hook("writing")
+	for glued := 0; ; glued++ {
+		n, err := writeOnce(fd, line)
+		if err == nil && n != len(line) {
+			err = errors.New("short write")
+		}
+		if err != nil {
+			if n > 0 {
+				writeOnce(fd, []byte{'\n'}) // best effort; else the next writer ends it
+			}
+			return fmt.Errorf("rotate: append %s: wrote %d of %d bytes: %w", l.path, max(n, 0), len(line), err)
+		}
+		end, err := unix.Seek(fd, 0, io.SeekCurrent)
+		start := end - int64(len(line))
+		if err != nil || start <= 0 || endsLine(fd, start) {
+			return nil
+		}
+		if glued == maxGlued {
+			return fmt.Errorf("rotate: append %s: the line was glued to cut-short lines of other writers %d times", l.path, glued+1)
+		}
 	}
-	if n != len(line) {
-		return fmt.Errorf("rotate: append %s: short write", l.path)
+}
+
+// writeOnce is one write(2): unlike os.File.Write it never writes the rest
+// of a short write in a second call, where another writer's line could land
+// between the two parts.
+func writeOnce(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Write(fd, b)
+		if err != unix.EINTR {
+			return n, err
+		}
 	}
-	return nil
+}
+
+// endsLine reports whether the byte before offset off of fd is a newline.
+// When it cannot be read the answer is yes: nothing to mend.
+func endsLine(fd int, off int64) bool {
+	var b [1]byte
+	n, err := unix.Pread(fd, b[:], off-1)
+	return n != 1 || err != nil || b[0] == '\n'
 }
 
 // pathCheckEvery bounds how many appends may go by without looking at the
@@ -220,7 +278,7 @@ func (l *Log) current() (int64, error) {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return 0, fmt.Errorf("rotate: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600) // read: see endsLine
 	if err != nil {
 		return 0, fmt.Errorf("rotate: %w", err)
 	}

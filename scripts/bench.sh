@@ -13,10 +13,17 @@ run "supervisor: added start-up latency around true" ./e2e 'Startup' 1x
 run "supervisor: idle resident memory" ./e2e 'IdleMemory' 1x
 run "rotate: 8 writer processes x 200k lines of 200 B vs plain O_APPEND" ./rotate 'AppendProcesses/writers=8' 1600000x
 run "rotate: one writer vs plain O_APPEND" ./rotate 'AppendProcesses/writers=1|Append$' 200000x
-run "status: pruning pass over 100k records, listing 10k" ./status '.' 20x
+run "status: pruning pass over 100k records, listing 10k" ./status 'Prune|List' 20x
+run "status: a record write under the lock with the ownership check vs the atomic write alone" ./status 'Update' 300x
 run "hooks: extension -> engine round trip, 10k tiny calls vs Node-to-Node echo" ./hooks '^BenchmarkRoundTrip$' 1x
 run "hooks: 16 MiB extension -> engine (bulk bytes, JSON, file) vs raw socket copy" ./hooks '^BenchmarkBulk$' 1x
 run "hooks: Go client round trip" ./hooks '^BenchmarkGoRoundTrip$' 20000x
 run "offload: tool_result hook for 16 MiB through real pi, engine vs transfer" ./e2e 'ToolResultHook16MB' 3x
+run "jsonpath: queries over a 16 MB document in place vs decoding it with encoding/json" ./jsonpath 'Select' 5x
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
+run "hooks+offload: engine host peak RSS for a 1/16/100 MB tool result over its socket vs in process (HOST_MEMORY_SIZES limits sizes)" ./e2e 'HostMemory' 3x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
+run "budget: per-turn cost of the budget hooks through real pi (60 tool turns) vs the same session without the extension" ./e2e 'BudgetTurn' 3x
+run "budget: context_handoff with git metadata, 10k files and 5 worktrees, vs git status --porcelain=v2 alone" ./budget 'HandoffWrite' 5x
+run "recap: select + serialize + redact a 50 MB run vs reading it once with session/" ./recap 'Prepare50MB' 5x
+run "recap: redaction of 48 KB inputs built against naive scanners vs ordinary text" ./recap 'RedactAdversarial' 50x

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
 )
 
 // pi estimates tokens as characters/4, rounded up, per message
@@ -183,7 +185,7 @@ func blocksChars(raw []byte, i int, assistant bool) (n, end int, err error) {
 // escapes.
 func keyName(key []byte) []byte {
 	if hasEscape(key) {
-		s, _ := unquote(key)
+		s, _ := jsonscan.Unquote(key)
 		return []byte(s)
 	}
 	return key[1 : len(key)-1]

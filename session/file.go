@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // File is a session read into memory: its header, its entries in file order
@@ -15,21 +18,26 @@ import (
 type File struct {
 	Header      *Header
 	Entries     []*Entry
-	Diagnostics []Diagnostic
+	Diagnostics []Diagnostic // at most MaxDiagnostics; see Omitted and AllDiagnostics
+	// Omitted counts the diagnostics found past MaxDiagnostics.
+	Omitted int
 
-	path    string
+	path    string // where Update reads from
+	name    string // the file's name in diagnostics
 	info    os.FileInfo
 	r       *Reader
 	byID    map[string]int  // id -> index of the last entry with it
+	omitted int             // tree problems past MaxDiagnostics
 	forward map[string]bool // ids named as a parent before they existed
 	dups    bool            // some id is used twice, so Entry.parent may be stale
+	end     *Diagnostic     // the state of the file's end: incomplete last line, empty file
 }
 
 // Open reads the session file at path. Only complete lines are read (see
 // [Reader]); call [File.Update] to read lines appended later. An empty file
 // gives a File without a header. Open never writes to the file.
 func Open(path string) (*File, error) {
-	f := &File{path: path, r: &Reader{}}
+	f := &File{path: path, name: path, r: &Reader{name: path}}
 	if _, err := f.Update(); err != nil {
 		return nil, err
 	}
@@ -38,9 +46,14 @@ func Open(path string) (*File, error) {
 
 // Parse reads a whole session from r. Unlike [Open], a last line without a
 // newline that is not a complete JSON object is reported as malformed, as
-// the input is known to be complete.
+// the input is known to be complete. Diagnostics name r's file when r has
+// a Name method (an *os.File).
 func Parse(r io.Reader) (*File, error) {
 	f := &File{r: NewReader(r)}
+	if n, ok := r.(interface{ Name() string }); ok {
+		f.name = n.Name()
+		f.r.name = f.name
+	}
 	if _, err := f.read(); err != nil {
 		return nil, err
 	}
@@ -53,7 +66,16 @@ func Parse(r io.Reader) (*File, error) {
 			return nil, err
 		}
 		f.r.off += int64(len(tail))
-		f.Diagnostics = append(f.Diagnostics, f.r.diags[seen:]...)
+		_, _, err := scanLine(tail)
+		var se *syntaxError
+		cut := errors.As(err, &se) && (strings.HasPrefix(se.msg, "unexpected end") || strings.HasPrefix(se.msg, "unterminated"))
+		for _, d := range f.r.diags[seen:] {
+			if cut && errors.Is(d.Err, ErrMalformed) {
+				d.Err = fmt.Errorf("the last line is cut short (no newline): %w", d.Err)
+			}
+			f.addDiagnostic(d)
+		}
+		f.end = nil
 	}
 	return f, nil
 }
@@ -99,11 +121,15 @@ func (f *File) read() (int, error) {
 		seen := len(f.r.diags)
 		e, err := f.r.Next()
 		// Line problems come before the entry that follows them.
-		f.Diagnostics = append(f.Diagnostics, f.r.diags[seen:]...)
+		for _, d := range f.r.diags[seen:] {
+			f.addDiagnostic(d)
+		}
+		f.Omitted = f.r.omitted + f.omitted
 		if f.Header == nil {
 			f.Header = f.r.Header()
 		}
 		if errors.Is(err, io.EOF) {
+			f.end = f.endState()
 			return n, nil
 		}
 		if err != nil {
@@ -112,6 +138,31 @@ func (f *File) read() (int, error) {
 		f.add(e)
 		n++
 	}
+}
+
+// endState describes the end of what was read: a last line without its
+// newline that is not a whole object yet, or an empty file; nil when the
+// file ends with a whole line.
+func (f *File) endState() *Diagnostic {
+	tail := f.r.buf[f.r.start:f.r.end]
+	switch {
+	case len(skipSpaceBytes(tail)) > 0:
+		return &Diagnostic{File: f.name, Line: f.r.line + 1, Offset: f.r.off,
+			Err: fmt.Errorf("the last line is incomplete: %d bytes without a newline that are no whole JSON object yet; pi is writing it, or a crash cut it short (pi skips it if it stays so): %w", len(tail), ErrIncomplete)}
+	case f.r.off == 0 && f.r.line == 0:
+		return &Diagnostic{File: f.name, Line: 1, Offset: 0,
+			Err: fmt.Errorf("the file is empty: no session header yet (pi writes one the next time it saves this session): %w", ErrEmpty)}
+	}
+	return nil
+}
+
+// AllDiagnostics is Diagnostics followed by the state of the file's end
+// (an incomplete last line, an empty file), which a later Update may clear.
+func (f *File) AllDiagnostics() []Diagnostic {
+	if f.end == nil {
+		return f.Diagnostics
+	}
+	return append(f.Diagnostics[:len(f.Diagnostics):len(f.Diagnostics)], *f.end)
 }
 
 // Offset returns the number of bytes read: [File.Update] continues there.
@@ -124,17 +175,27 @@ func (f *File) add(e *Entry) {
 	prev, dup := f.byID[e.ID]
 	if dup {
 		f.dups = true
-		f.problem(e, "id %q already used on line %d; the later entry wins: %w", e.ID, f.Entries[prev].Line, ErrDuplicateID)
+		f.problem(e, "id", "id %q already used on line %d; the later entry wins: %w", clip.Echo(e.ID), f.Entries[prev].Line, ErrDuplicateID)
 	}
 	if e.ParentID != "" {
 		if p, ok := f.byID[e.ParentID]; ok {
 			e.parent = p + 1
 		} else if e.ParentID != e.ID {
-			f.problem(e, "parentId %q names no earlier entry: %w", e.ParentID, ErrDanglingParent)
+			f.problem(e, "parentId", "parentId %q names no earlier entry: %w", clip.Echo(e.ParentID), ErrDanglingParent)
 			if f.forward == nil {
 				f.forward = make(map[string]bool)
 			}
 			f.forward[e.ParentID] = true
+		}
+	}
+	if e.ref != "" && e.ref != e.ID {
+		if _, ok := f.byID[e.ref]; !ok {
+			switch e.Type {
+			case "compaction":
+				f.problem(e, "firstKeptEntryId", "firstKeptEntryId %q names no earlier entry: pi keeps nothing from before this compaction but its summary: %w", clip.Echo(e.ref), ErrUnknownTarget)
+			case "context_edit":
+				f.problem(e, "targetId", "targetId %q names no earlier entry: pi edits nothing with it: %w", clip.Echo(e.ref), ErrUnknownTarget)
+			}
 		}
 	}
 	f.byID[e.ID] = i
@@ -142,7 +203,7 @@ func (f *File) add(e *Entry) {
 	// forward reference, an earlier entry with the same id, or e itself.
 	if dup || f.forward[e.ID] || e.ParentID == e.ID {
 		if f.loops(i) {
-			f.problem(e, "entry %q is its own ancestor: %w", e.ID, ErrCycle)
+			f.problem(e, "parentId", "entry %q is its own ancestor: %w", clip.Echo(e.ID), ErrCycle)
 		}
 	}
 }
@@ -163,12 +224,24 @@ func (f *File) loops(i int) bool {
 	return cur.ParentID != ""
 }
 
-func (f *File) problem(e *Entry, format string, args ...any) {
-	f.Diagnostics = append(f.Diagnostics, Diagnostic{
+func (f *File) problem(e *Entry, field, format string, args ...any) {
+	f.addDiagnostic(Diagnostic{
+		File:   f.name,
 		Line:   e.Line,
 		Offset: e.Offset,
-		Err:    fmt.Errorf("session: line %d: "+format, append([]any{e.Line}, args...)...),
+		Field:  field,
+		Err:    fmt.Errorf(format, args...),
 	})
+}
+
+// addDiagnostic keeps d, or counts it once MaxDiagnostics are kept.
+func (f *File) addDiagnostic(d Diagnostic) {
+	if len(f.Diagnostics) >= MaxDiagnostics {
+		f.omitted++
+	} else {
+		f.Diagnostics = append(f.Diagnostics, d)
+	}
+	f.Omitted = f.r.omitted + f.omitted
 }
 
 // Entry returns the entry with the given id (the last one, if several
@@ -199,7 +272,7 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	if leafID != "" {
 		leaf = f.Entry(leafID)
 		if leaf == nil {
-			return nil, fmt.Errorf("session: branch from %q: %w", leafID, ErrUnknownEntry)
+			return nil, fmt.Errorf("session: branch from %q: %w", clip.Echo(leafID), ErrUnknownEntry)
 		}
 	}
 	if leaf == nil {
@@ -209,7 +282,7 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	for cur := leaf; cur != nil; {
 		path = append(path, cur)
 		if len(path) > len(f.Entries) {
-			return nil, fmt.Errorf("session: branch from %q: parent links loop: %w", leaf.ID, ErrCycle)
+			return nil, fmt.Errorf("session: branch from %q: parent links loop: %w", clip.Echo(leaf.ID), ErrCycle)
 		}
 		switch {
 		case cur.ParentID == "":

@@ -3,7 +3,6 @@ package session
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pi-session/pi-session/golden"
 )
 
 // The fixtures in testdata/ were recorded from real pi 1.6.0 runs by
@@ -269,27 +269,13 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 // TestDamagedDiagnostics checks what is reported about the damaged fixture
 // (pi reads the same file silently) against a golden file.
 func TestDamagedDiagnostics(t *testing.T) {
 	f := openFixture(t, "damaged")
 	var b strings.Builder
 	for _, d := range f.Diagnostics {
-		fmt.Fprintf(&b, "%d\t%d\t%v\n", d.Line, d.Offset, d.Err)
+		fmt.Fprintf(&b, "%d\t%d\t%s\t%v\n", d.Line, d.Offset, d.Field, d)
 	}
-	golden := filepath.Join("testdata", "damaged.diagnostics.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("diagnostics mismatch (-golden +got):\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "damaged.diagnostics.golden"), b.String())
 }

@@ -112,22 +112,36 @@ func FuzzParse(f *testing.F) {
 	fuzzSeeds(f, func(s string) { f.Add([]byte(hdr + "\n" + s + "\n")) })
 	f.Add([]byte(hdr + "\n" + ent("a", "") + "\n" + ent("b", "a") + "\n" + ent("a", "b") + "\n"))
 	f.Add([]byte(`{"type":"session","id":"v1"}` + "\n" + `{"type":"message","message":{"role":"user","content":"x"}}` + "\n" + `{"type":"compaction","summary":"s","firstKeptEntryIndex":1}`))
+	// The cases of the diagnostics fixtures, in small.
+	f.Add([]byte("\xef\xbb\xbf" + hdr + "\n" + ent("a", "") + "\n"))
+	f.Add([]byte(`{"type":"session","version":3}` + "\n"))
+	f.Add([]byte(hdr + "\n" + `{"type":"message","id":"a","parentId":null,"timestamp":"yesterday-ish","message":{"role":"user","content":42}}` + "\n"))
+	f.Add([]byte(hdr + "\n" + `{"type":"compaction","id":"c","parentId":null,"summary":"s","firstKeptEntryId":"x"}` + "\n" + `{"type":"context_edit","id":"e","parentId":"c","targetId":"y","replacement":null}`))
+	f.Add([]byte(hdr + "\n" + `{"type":"custom","id":"d","data":` + strings.Repeat("[", 3000) + strings.Repeat("]", 3000) + "}\n"))
+	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		lines := bytes.Count(data, []byte("\n")) + 1
 		file, err := Parse(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrNoHeader) {
-				t.Fatalf("Parse error %v, want nil or ErrNoHeader", err)
+			var d Diagnostic
+			if !errors.Is(err, ErrNoHeader) || !errors.As(err, &d) || d.Line < 1 || d.Line > lines || len(err.Error()) > maxDiagnosticText {
+				t.Fatalf("Parse error %.300q, want a bounded Diagnostic wrapping ErrNoHeader with a line", err)
 			}
 			return
 		}
-		lines := bytes.Count(data, []byte("\n")) + 1
 		prev := 0
-		for _, d := range file.Diagnostics {
+		if n := len(file.Diagnostics); n > MaxDiagnostics {
+			t.Fatalf("%d diagnostics kept, want at most %d", n, MaxDiagnostics)
+		}
+		for _, d := range file.AllDiagnostics() {
 			if d.Line < 1 || d.Line > lines || d.Line < prev || d.Offset < 0 || d.Offset > int64(len(data)) {
 				t.Fatalf("diagnostic %q at line %d offset %d: outside the file (%d lines) or out of order", d, d.Line, d.Offset, lines)
 			}
-			if !strings.HasPrefix(d.Error(), "session: line ") {
+			if !strings.HasPrefix(d.Error(), fmt.Sprintf("session: line %d: ", d.Line)) {
 				t.Fatalf("diagnostic %q lacks its line", d)
+			}
+			if len(d.Error()) > maxDiagnosticText {
+				t.Fatalf("diagnostic of %d bytes: %.300q", len(d.Error()), d.Error())
 			}
 			prev = d.Line
 		}
@@ -216,6 +230,10 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// maxDiagnosticText bounds a diagnostic's text: every value it repeats is
+// cut by clip.Echo.
+const maxDiagnosticText = 2000
 
 // entryKeys renders entries for a cheap comparison.
 func entryKeys(entries []*Entry) []string {

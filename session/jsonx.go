@@ -2,61 +2,12 @@ package session
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
 )
 
 // Small helpers to build and edit JSON objects as bytes, keeping the member
 // order of the input the way JavaScript object spreads do.
-
-// appendString appends s as a JSON string, escaped the way JSON.stringify
-// escapes it.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c < utf8.RuneSelf {
-				i++
-				continue
-			}
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				// Invalid UTF-8 reads as U+FFFD in Node.
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\uFFFD"...)
-				i++
-				start = i
-				continue
-			}
-			i += n
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigit[c>>4], hexDigit[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-const hexDigit = "0123456789abcdef"
 
 // object builds a JSON object member by member.
 type object struct{ b []byte }
@@ -67,13 +18,13 @@ func (o *object) raw(key string, value []byte) *object {
 	} else {
 		o.b = append(o.b, ',')
 	}
-	o.b = appendString(o.b, key)
+	o.b = jsonscan.AppendString(o.b, key)
 	o.b = append(o.b, ':')
 	o.b = append(o.b, value...)
 	return o
 }
 
-func (o *object) str(key, value string) *object { return o.raw(key, appendString(nil, value)) }
+func (o *object) str(key, value string) *object { return o.raw(key, jsonscan.AppendString(nil, value)) }
 
 func (o *object) int(key string, v int64) *object {
 	return o.raw(key, strconv.AppendInt(nil, v, 10))
@@ -95,7 +46,7 @@ func memberSpan(raw []byte, key string) span {
 		return s
 	}
 	_, _ = forEachMember(raw, i, func(k []byte, start int) (int, error) {
-		if keyIs(k, key) {
+		if jsonscan.KeyEquals(k, key) {
 			end, err := skipValue(raw, start)
 			if err != nil {
 				return end, err
@@ -115,7 +66,7 @@ func withMember(raw []byte, key string, value []byte) []byte {
 	var spans []span
 	i := skipSpace(raw, 0)
 	end, err := forEachMember(raw, i, func(k []byte, start int) (int, error) {
-		if keyIs(k, key) {
+		if jsonscan.KeyEquals(k, key) {
 			end, err := skipValue(raw, start)
 			if err != nil {
 				return end, err
@@ -135,7 +86,7 @@ func withMember(raw []byte, key string, value []byte) []byte {
 		if len(skipSpaceBytes(body[1:])) > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, key)
+		out = jsonscan.AppendString(out, key)
 		out = append(out, ':')
 		out = append(out, value...)
 		return append(out, '}')
@@ -159,7 +110,7 @@ func withoutMember(raw []byte, key string) []byte {
 		if err != nil {
 			return end, err
 		}
-		if !keyIs(k, key) {
+		if !jsonscan.KeyEquals(k, key) {
 			if !first {
 				out = append(out, ',')
 			}

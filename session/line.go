@@ -2,6 +2,10 @@ package session
 
 import (
 	"fmt"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // span is a value's position in a line; start < 0 means the key is absent.
@@ -33,6 +37,10 @@ type fields struct {
 	targetID, replacement        span // context_edit, label
 	replacementContent           span // inside replacement
 	content, fromID, systemMsg   span // custom_message, branch_summary, compaction
+	// depth is how deep the line nests (its object counts as one) and
+	// deepField the member where it is deepest ("message.content").
+	depth     int
+	deepField string
 }
 
 // scanLine validates one line (without its newline) and picks out its fields.
@@ -66,11 +74,27 @@ func scanLine(b []byte) (lineKind, fields, error) {
 		}
 		return lineValue, f, nil
 	}
+	// deep notes the line's nesting depth at a member (the line's object
+	// counts as one), and the member's name when it is too deep: naming it
+	// costs an allocation the common case does without.
+	deep := func(parent string, key []byte, depth int) {
+		if depth <= f.depth {
+			return
+		}
+		f.depth = depth
+		if depth > MaxDepth {
+			name, _ := jsonscan.Unquote(key)
+			if parent != "" {
+				name = parent + "." + name
+			}
+			f.deepField = name
+		}
+	}
 	end, err := forEachMember(b, i, func(key []byte, start int) (int, error) {
 		var s *span
 		name := string(key[1 : len(key)-1])
 		if hasEscape(key) {
-			name, _ = unquote(key)
+			name, _ = jsonscan.Unquote(key)
 		}
 		switch name {
 		case "type":
@@ -97,55 +121,56 @@ func scanLine(b []byte) (lineKind, fields, error) {
 			s = &f.fromID
 		case "systemMessage":
 			s = &f.systemMsg
-		case "message":
-			f.role, f.msgContent = absent, absent
-			if b[start] == '{' {
-				end, err := forEachMember(b, start, func(key []byte, start int) (int, error) {
-					switch {
-					case keyIs(key, "role"):
-						f.role = span{start, -1}
-					case keyIs(key, "content"):
-						f.msgContent = span{start, start + 1}
-					}
-					return 0, nil
-				})
+		case "message", "replacement":
+			if b[start] != '{' {
+				if name == "message" {
+					s = &f.message
+				} else {
+					s = &f.replacement
+				}
+				break
+			}
+			// Inside message: role and content; inside replacement: content.
+			var role, content *span
+			if name == "message" {
+				f.role, f.msgContent = absent, absent
+				role, content = &f.role, &f.msgContent
+			} else {
+				f.replacementContent = absent
+				content = &f.replacementContent
+			}
+			end, err := forEachMember(b, start, func(key []byte, start int) (int, error) {
+				end, d, err := skipValueDepth(b, start)
 				if err != nil {
 					return end, err
 				}
+				deep(name, key, 2+d)
+				switch {
+				case role != nil && jsonscan.KeyEquals(key, "role"):
+					*role = span{start, end}
+				case jsonscan.KeyEquals(key, "content"):
+					*content = span{start, end}
+				}
+				return end, nil
+			})
+			if err != nil {
+				return end, err
+			}
+			if name == "message" {
 				f.message = span{start, end}
-				if f.role.ok() {
-					f.role.end, _ = skipValue(b, f.role.start)
-				}
-				return end, nil
-			}
-			s = &f.message
-		case "replacement":
-			f.replacementContent = absent
-			if b[start] == '{' {
-				end, err := forEachMember(b, start, func(key []byte, start int) (int, error) {
-					if keyIs(key, "content") {
-						f.replacementContent = span{start, -1}
-					}
-					return 0, nil
-				})
-				if err != nil {
-					return end, err
-				}
+			} else {
 				f.replacement = span{start, end}
-				if f.replacementContent.ok() {
-					f.replacementContent.end, _ = skipValue(b, f.replacementContent.start)
-				}
-				return end, nil
 			}
-			s = &f.replacement
-		default:
-			return 0, nil
+			return end, nil
 		}
-		end, err := skipValue(b, start)
+		end, d, err := skipValueDepth(b, start)
 		if err != nil {
 			return end, err
 		}
-		*s = span{start, end}
+		deep("", key, 1+d)
+		if s != nil {
+			*s = span{start, end}
+		}
 		return end, nil
 	})
 	if err != nil {
@@ -177,7 +202,7 @@ func (s span) str(b []byte) string {
 	if !s.ok() || b[s.start] != '"' {
 		return ""
 	}
-	v, _ := unquote(b[s.start:s.end])
+	v, _ := jsonscan.Unquote(b[s.start:s.end])
 	return v
 }
 
@@ -194,73 +219,74 @@ func fieldError(b []byte, name string, s span, want string) error {
 	if !s.ok() {
 		return fmt.Errorf("missing %q, want %s", name, want)
 	}
-	return fmt.Errorf("%q is %s, want %s", name, kindOf(b, s.start), want)
+	return fmt.Errorf("%q is %s, want %s", name, jsonpos.Kind(b[s.start:]), want)
 }
 
 // checkEntry checks the members pi relies on when it builds the tree and the
 // model context. Members pi only displays are left to Entry.Decode.
-// legacy is true for version 1 files, whose entries have no ids yet.
-func checkEntry(b []byte, f *fields, typ string, legacy bool) error {
+// legacy is true for version 1 files, whose entries have no ids yet. It
+// returns the member at fault with the error.
+func checkEntry(b []byte, f *fields, typ string, legacy bool) (field string, err error) {
 	if !legacy {
 		if !f.id.isString(b) || f.id.end-f.id.start == 2 {
 			if f.id.isString(b) {
-				return fmt.Errorf(`"id" is empty`)
+				return "id", fmt.Errorf(`"id" is empty`)
 			}
-			return fieldError(b, "id", f.id, "a string")
+			return "id", fieldError(b, "id", f.id, "a string")
 		}
 		if f.parentID.ok() && !f.parentID.isString(b) && !f.parentID.isNull(b) {
-			return fieldError(b, "parentId", f.parentID, "a string or null")
+			return "parentId", fieldError(b, "parentId", f.parentID, "a string or null")
 		}
 	}
 	if f.timestamp.ok() && !f.timestamp.isString(b) {
-		return fieldError(b, "timestamp", f.timestamp, "a string")
+		return "timestamp", fieldError(b, "timestamp", f.timestamp, "a string")
 	}
 	switch typ {
 	case "message":
 		if !f.message.isObject(b) {
-			return fieldError(b, "message", f.message, "an object")
+			return "message", fieldError(b, "message", f.message, "an object")
 		}
 		if !f.role.isString(b) {
-			return fieldError(b, "message.role", f.role, "a string")
+			return "message.role", fieldError(b, "message.role", f.role, "a string")
 		}
 	case "compaction":
 		if !f.summary.isString(b) {
-			return fieldError(b, "summary", f.summary, "a string")
+			return "summary", fieldError(b, "summary", f.summary, "a string")
 		}
 		if legacy {
 			if f.firstKeptEntryIndex.ok() && !f.firstKeptEntryIndex.isNumber(b) {
-				return fieldError(b, "firstKeptEntryIndex", f.firstKeptEntryIndex, "a number")
+				return "firstKeptEntryIndex", fieldError(b, "firstKeptEntryIndex", f.firstKeptEntryIndex, "a number")
 			}
 		} else if !f.firstKeptEntryID.isString(b) {
-			return fieldError(b, "firstKeptEntryId", f.firstKeptEntryID, "a string")
+			return "firstKeptEntryId", fieldError(b, "firstKeptEntryId", f.firstKeptEntryID, "a string")
 		}
 		if f.systemMsg.ok() && !f.systemMsg.isObject(b) && !f.systemMsg.isNull(b) {
-			return fieldError(b, "systemMessage", f.systemMsg, "an object")
+			return "systemMessage", fieldError(b, "systemMessage", f.systemMsg, "an object")
 		}
 	case "context_edit":
 		if !f.targetID.isString(b) {
-			return fieldError(b, "targetId", f.targetID, "a string")
+			return "targetId", fieldError(b, "targetId", f.targetID, "a string")
 		}
 		if !f.replacement.isNull(b) {
 			if !f.replacement.isObject(b) {
-				return fieldError(b, "replacement", f.replacement, "null or an object")
+				return "replacement", fieldError(b, "replacement", f.replacement, "null or an object")
 			}
 			if c := f.replacementContent; !c.isString(b) && !c.isArray(b) {
-				return fieldError(b, "replacement.content", c, "a string or an array")
+				return "replacement.content", fieldError(b, "replacement.content", c, "a string or an array")
 			}
 		}
 	case "branch_summary":
 		if f.summary.ok() && !f.summary.isString(b) && !f.summary.isNull(b) {
-			return fieldError(b, "summary", f.summary, "a string")
+			return "summary", fieldError(b, "summary", f.summary, "a string")
 		}
 	case "custom_message":
 		if c := f.content; c.ok() && !c.isNull(b) && !c.isString(b) && !c.isArray(b) {
-			return fieldError(b, "content", c, "a string or an array")
+			return "content", fieldError(b, "content", c, "a string or an array")
 		}
 	case "label":
 		if !f.targetID.isString(b) {
-			return fieldError(b, "targetId", f.targetID, "a string")
+			return "targetId", fieldError(b, "targetId", f.targetID, "a string")
 		}
 	}
-	return nil
+	return "", nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Payload is the type-specific part of an entry, decoded by [Entry.Decode]:
@@ -207,7 +209,7 @@ type AgentMessage struct {
 func (m Message) Decode() (*AgentMessage, error) {
 	a := &AgentMessage{Raw: m.Raw}
 	if err := json.Unmarshal(m.Raw, a); err != nil {
-		return nil, fmt.Errorf("session: decode %s message of entry %q: %w", m.Role, m.EntryID, err)
+		return nil, fmt.Errorf("session: decode %s message of entry %q: %w", clip.Echo(m.Role), clip.Echo(m.EntryID), err)
 	}
 	return a, nil
 }

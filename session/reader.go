@@ -8,6 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 const (
@@ -41,6 +45,9 @@ type Reader struct {
 	scratch []byte // for setStrings
 	lastID  string // ID of the last entry
 	diags   []Diagnostic
+	omitted int    // diagnostics past MaxDiagnostics, counted only
+	name    string // the file's path, for diagnostics
+	bom     bool   // line 1 starts with a UTF-8 byte order mark
 	legacy  *legacy
 }
 
@@ -62,8 +69,15 @@ func NewReader(r io.Reader) *Reader {
 // Header returns the session header, or nil if it has not been read yet.
 func (r *Reader) Header() *Header { return r.header }
 
-// Diagnostics returns the problems found in the lines read so far.
+// Diagnostics returns the problems found in the lines read so far, at
+// most MaxDiagnostics of them (see Omitted).
 func (r *Reader) Diagnostics() []Diagnostic { return r.diags }
+
+// Omitted is the number of diagnostics found past MaxDiagnostics.
+func (r *Reader) Omitted() int { return r.omitted }
+
+// SetName names the file being read, for diagnostics.
+func (r *Reader) SetName(name string) { r.name = name }
 
 // Offset returns the number of bytes consumed: reading resumes there.
 func (r *Reader) Offset() int64 { return r.off }
@@ -173,35 +187,57 @@ func (r *Reader) fill() error {
 	return nil
 }
 
-func (r *Reader) diag(off int64, format string, args ...any) {
-	args = append([]any{r.line}, args...)
-	r.diags = append(r.diags, Diagnostic{
-		Line:   r.line,
-		Offset: off,
-		Err:    fmt.Errorf("session: line %d: "+format+": %w", append(args, ErrMalformed)...),
-	})
+// diag records a malformed line: pi skips it, and so does the reader.
+func (r *Reader) diag(off int64, field, format string, args ...any) {
+	r.report(off, field, fmt.Errorf(format+": %w", append(args, ErrMalformed)...))
+}
+
+// report records a problem of the current line.
+func (r *Reader) report(off int64, field string, err error) {
+	if len(r.diags) >= MaxDiagnostics {
+		r.omitted++
+		return
+	}
+	r.diags = append(r.diags, Diagnostic{File: r.name, Line: r.line, Offset: off, Field: field, Err: err})
+}
+
+// noHeader is the error that stops reading: the file's first entry is no
+// session header, so pi refuses the file.
+func (r *Reader) noHeader(off int64, field, format string, args ...any) error {
+	d := Diagnostic{File: r.name, Line: r.line, Offset: off, Field: field, Err: fmt.Errorf(format+": %w", append(args, ErrNoHeader)...)}
+	if r.bom {
+		// The cause is on line 1: pi cannot parse a header after a BOM.
+		d.Line, d.Offset, d.Field = 1, 0, ""
+		d.Err = fmt.Errorf("the file starts with a UTF-8 byte order mark (bytes EF BB BF), which pi 1.6 cannot parse: it skips line 1, finds no session header first (line %d: %s) and refuses the whole file; remove those three bytes: %w", r.line, fmt.Sprintf(format, args...), ErrNoHeader)
+	}
+	return d
 }
 
 // handle turns one line into an entry, or nil if it is none.
 func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
+	if r.line == 1 && bytes.HasPrefix(line, utf8BOM) {
+		r.bom = true
+		r.diag(off, "", "the line starts with a UTF-8 byte order mark (bytes EF BB BF), which pi 1.6 cannot parse: it skips the line")
+		return nil, nil
+	}
 	kind, f, err := scanLine(line)
 	switch kind {
 	case lineBlank:
 		return nil, nil
 	case lineInvalid:
-		r.diag(off, "invalid JSON: %v", err)
+		r.diag(off, "", "invalid JSON: %v", err)
 		return nil, nil
 	case lineFalsy:
-		r.diag(off, "not a JSON object")
+		r.diag(off, "", "not a JSON object")
 		return nil, nil
 	case lineValue:
 		if r.header == nil {
-			return nil, fmt.Errorf("session: line %d: first entry is not a JSON object: %w", r.line, ErrNoHeader)
+			return nil, r.noHeader(off, "", "first entry is not a JSON object")
 		}
 		if r.legacy != nil {
 			r.legacy.ids = append(r.legacy.ids, "")
 		}
-		r.diag(off, "not a JSON object")
+		r.diag(off, "", "not a JSON object")
 		return nil, nil
 	}
 	// Trim the line to the object itself.
@@ -221,19 +257,22 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 	typ := f.typ
 	if !typ.isString(line) {
 		if r.header == nil {
-			return nil, fmt.Errorf("session: line %d: first entry has no session header type: %w", r.line, ErrNoHeader)
+			return nil, r.noHeader(off, "type", "first entry has no session header type (%v)", fieldError(line, "type", typ, "a string"))
 		}
 		if r.legacy != nil {
 			r.legacy.ids = append(r.legacy.ids, "")
 		}
-		r.diag(off, "%v", fieldError(line, "type", typ, "a string"))
+		r.diag(off, "type", "%v", fieldError(line, "type", typ, "a string"))
 		return nil, nil
 	}
 	typeName := internType(line[typ.start:typ.end])
 
 	if r.header == nil {
-		if typeName != "session" || !f.id.isString(line) {
-			return nil, fmt.Errorf("session: line %d: first entry is %q, not a session header: %w", r.line, typeName, ErrNoHeader)
+		if typeName != "session" {
+			return nil, r.noHeader(off, "type", "first entry is %q, not a session header", clip.Echo(typeName))
+		}
+		if !f.id.isString(line) {
+			return nil, r.noHeader(off, "id", "the session header has no string \"id\" (%v), so pi refuses the file", fieldError(line, "id", f.id, "a string"))
 		}
 		r.version = headerVersion(line, f.version)
 		r.header = &Header{
@@ -248,20 +287,21 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 		if r.version < 2 {
 			r.legacy = &legacy{ids: []string{""}}
 		}
+		r.checkTimestamp(off, line, f.timestamp)
 		return nil, nil
 	}
 	if typeName == "session" {
 		if r.legacy != nil {
 			r.legacy.ids = append(r.legacy.ids, "")
 		}
-		r.diag(off, "second session header ignored")
+		r.diag(off, "type", "second session header ignored")
 		return nil, nil
 	}
-	if err := checkEntry(line, &f, typeName, r.legacy != nil); err != nil {
+	if field, err := checkEntry(line, &f, typeName, r.legacy != nil); err != nil {
 		if r.legacy != nil {
 			r.legacy.ids = append(r.legacy.ids, "")
 		}
-		r.diag(off, "%s entry: %v", typeName, err)
+		r.diag(off, field, "%s entry: %v", clip.Echo(typeName), err)
 		return nil, nil
 	}
 
@@ -271,6 +311,11 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 		e.Role = internRole(line[f.role.start:f.role.end])
 		e.msg = shift(f.message)
 		e.nullContent = !f.msgContent.ok() || f.msgContent.isNull(line)
+		r.checkContent(off, line, e.Role, f.msgContent)
+	}
+	r.checkTimestamp(off, line, f.timestamp)
+	if f.depth > MaxDepth {
+		r.report(off, f.deepField, fmt.Errorf("the line nests %d levels deep at %q, more than %d: pi reads it, but its JSON.stringify fails past about 4,000 levels, so a request that carries it can fail: %w", f.depth, clip.Echo(f.deepField), MaxDepth, ErrTooDeep))
 	}
 	if r.version < 3 && e.Role == "hookMessage" {
 		// migrateV2ToV3: the hookMessage role became custom.
@@ -285,7 +330,98 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 			e.msg = memberSpan(e.Raw, "message")
 		}
 	}
+	switch e.Type {
+	case "compaction":
+		if r.legacy != nil {
+			e.ref = memberSpan(e.Raw, "firstKeptEntryId").str(e.Raw)
+		} else {
+			e.ref = f.firstKeptEntryID.str(line)
+		}
+	case "context_edit":
+		e.ref = f.targetID.str(line)
+	}
 	return e, nil
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// checkTimestamp reports a timestamp that is no ISO 8601 time (pi writes
+// Date.toISOString()).
+func (r *Reader) checkTimestamp(off int64, line []byte, ts span) {
+	if !ts.isString(line) {
+		return
+	}
+	raw := line[ts.start+1 : ts.end-1]
+	if hasEscape(raw) {
+		raw = []byte(ts.str(line))
+	}
+	if isISOTime(raw) {
+		return
+	}
+	r.report(off, "timestamp", fmt.Errorf("\"timestamp\" is %q, not an ISO 8601 time such as 2026-11-30T09:18:59.639Z: %w", clip.Echo(ts.str(line)), ErrInvalidField))
+}
+
+// checkContent reports message content of a type pi never writes for the
+// role: pi keeps the entry, and the provider request built from it fails
+// or drops it.
+func (r *Reader) checkContent(off int64, line []byte, role string, c span) {
+	if !c.ok() || c.isNull(line) {
+		return
+	}
+	var want string
+	switch role {
+	case "user", "custom", "system":
+		if c.isString(line) || c.isArray(line) {
+			return
+		}
+		want = "a string or an array of content blocks"
+	case "assistant", "toolResult":
+		if c.isArray(line) {
+			return
+		}
+		want = "an array of content blocks"
+	default:
+		return
+	}
+	r.report(off, "message.content", fmt.Errorf("%v (role %q); pi keeps the entry as written: %w", fieldError(line, "message.content", c, want), clip.Echo(role), ErrInvalidField))
+}
+
+// isISOTime reports whether s reads as an ISO 8601 date and time:
+// YYYY-MM-DDTHH:MM:SS, optional fraction, then Z or an offset.
+func isISOTime(s []byte) bool {
+	d := func(i, n int) bool {
+		if i+n > len(s) {
+			return false
+		}
+		for _, c := range s[i : i+n] {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if !d(0, 4) || len(s) < 20 || s[4] != '-' || !d(5, 2) || s[7] != '-' || !d(8, 2) || s[10] != 'T' && s[10] != 't' ||
+		!d(11, 2) || s[13] != ':' || !d(14, 2) || s[16] != ':' || !d(17, 2) {
+		return false
+	}
+	i := 19
+	if s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	switch rest := s[i:]; {
+	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
+		return true
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && d(i+1, 2) && rest[3] == ':' && d(i+4, 2):
+		return true
+	}
+	return false
 }
 
 // setStrings sets e's ID, ParentID and Timestamp with one allocation in the
@@ -340,11 +476,11 @@ func (r *Reader) migrateV1(e *Entry, keptIndex span) {
 	e.ParentID = l.prevID
 	l.prevID = e.ID
 	l.ids = append(l.ids, e.ID)
-	raw := withMember(e.Raw, "id", appendString(nil, e.ID))
+	raw := withMember(e.Raw, "id", jsonscan.AppendString(nil, e.ID))
 	if e.ParentID == "" {
 		raw = withMember(raw, "parentId", []byte("null"))
 	} else {
-		raw = withMember(raw, "parentId", appendString(nil, e.ParentID))
+		raw = withMember(raw, "parentId", jsonscan.AppendString(nil, e.ParentID))
 	}
 	if e.Type == "compaction" && keptIndex.isNumber(e.Raw) {
 		raw = withoutMember(raw, "firstKeptEntryIndex")
@@ -352,7 +488,7 @@ func (r *Reader) migrateV1(e *Entry, keptIndex span) {
 		// Only entries already migrated have their new id; pi would read
 		// the (absent) id of a later one.
 		if err == nil && n >= 0 && n < float64(len(l.ids)) && n == float64(int(n)) && l.ids[int(n)] != "" {
-			raw = withMember(raw, "firstKeptEntryId", appendString(nil, l.ids[int(n)]))
+			raw = withMember(raw, "firstKeptEntryId", jsonscan.AppendString(nil, l.ids[int(n)]))
 		}
 	}
 	e.Raw = raw
@@ -385,7 +521,7 @@ func internType(b []byte) string {
 	case `"usage"`:
 		return "usage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }
 
@@ -406,6 +542,6 @@ func internRole(b []byte) string {
 	case `"hookMessage"`:
 		return "hookMessage"
 	}
-	s, _ := unquote(b)
+	s, _ := jsonscan.Unquote(b)
 	return s
 }

@@ -155,7 +155,7 @@ func TestParseDiagnostics(t *testing.T) {
 			name:  "incomplete last line",
 			lines: []string{hdr, ent("a", ""), `{"type":"custom","id":"b","par`},
 			ids:   []string{"a"},
-			diags: []string{`session: line 3: invalid JSON: unterminated string at column 27: malformed line`},
+			diags: []string{`session: line 3: the last line is cut short (no newline): invalid JSON: unterminated string at column 27: malformed line`},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

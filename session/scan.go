@@ -4,9 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // This file is a small JSON scanner that validates a value while skipping it
@@ -165,14 +162,22 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 // returns the index just after it. Nesting is handled with an explicit stack,
 // so deep input cannot exhaust the goroutine stack.
 func skipValue(b []byte, i int) (int, error) {
+	end, _, err := skipValueDepth(b, i)
+	return end, err
+}
+
+// skipValueDepth is skipValue that also returns how deep the value nests:
+// 0 for a scalar or an empty container, 1 for a container of scalars, ...
+func skipValueDepth(b []byte, i int) (int, int, error) {
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
+	depth := 0
 	var err error
 	for {
 		// A value is expected at b[i].
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return i, errAt(i, "unexpected end of line")
+			return i, depth, errAt(i, "unexpected end of line")
 		}
 		switch c := b[i]; c {
 		case '{':
@@ -182,8 +187,9 @@ func skipValue(b []byte, i int) (int, error) {
 				break
 			}
 			stack = append(stack, '{')
+			depth = max(depth, len(stack))
 			if i, err = skipKey(b, i); err != nil {
-				return i, err
+				return i, depth, err
 			}
 			continue
 		case '[':
@@ -193,6 +199,7 @@ func skipValue(b []byte, i int) (int, error) {
 				break
 			}
 			stack = append(stack, '[')
+			depth = max(depth, len(stack))
 			continue
 		case '"':
 			i, err = skipString(b, i)
@@ -210,23 +217,23 @@ func skipValue(b []byte, i int) (int, error) {
 			}
 		}
 		if err != nil {
-			return i, err
+			return i, depth, err
 		}
 		// A value ended: close containers until one continues with a comma.
 		for {
 			if len(stack) == 0 {
-				return i, nil
+				return i, depth, nil
 			}
 			i = skipSpace(b, i)
 			if i >= len(b) {
-				return i, errAt(i, "unexpected end of line")
+				return i, depth, errAt(i, "unexpected end of line")
 			}
 			top := stack[len(stack)-1]
 			if b[i] == ',' {
 				i++
 				if top == '{' {
 					if i, err = skipKey(b, skipSpace(b, i)); err != nil {
-						return i, err
+						return i, depth, err
 					}
 				}
 				break
@@ -237,9 +244,9 @@ func skipValue(b []byte, i int) (int, error) {
 				continue
 			}
 			if top == '{' {
-				return i, errAt(i, "want ',' or '}' after object value, got %q", b[i])
+				return i, depth, errAt(i, "want ',' or '}' after object value, got %q", b[i])
 			}
-			return i, errAt(i, "want ',' or ']' after array element, got %q", b[i])
+			return i, depth, errAt(i, "want ',' or ']' after array element, got %q", b[i])
 		}
 	}
 }
@@ -313,18 +320,6 @@ func forEachMember(b []byte, i int, fn func(key []byte, start int) (end int, err
 	}
 }
 
-// keyIs reports whether the raw key (with quotes) names want.
-func keyIs(key []byte, want string) bool {
-	if len(key) == len(want)+2 && string(key[1:len(key)-1]) == want {
-		return true
-	}
-	if !hasEscape(key) {
-		return false
-	}
-	s, ok := unquote(key)
-	return ok && s == want
-}
-
 func hasEscape(b []byte) bool {
 	for _, c := range b {
 		if c == '\\' {
@@ -332,95 +327,4 @@ func hasEscape(b []byte) bool {
 		}
 	}
 	return false
-}
-
-// unquote decodes a raw JSON string (with quotes). Lone surrogates and
-// invalid UTF-8 become U+FFFD.
-func unquote(b []byte) (string, bool) {
-	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return "", false
-	}
-	b = b[1 : len(b)-1]
-	if !hasEscape(b) {
-		return string(b), true
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); {
-		c := b[i]
-		if c != '\\' {
-			out = append(out, c)
-			i++
-			continue
-		}
-		if i+1 >= len(b) {
-			return "", false
-		}
-		switch b[i+1] {
-		case '"', '\\', '/':
-			out = append(out, b[i+1])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, n := decodeU(b[i:])
-			if n == 0 {
-				return "", false
-			}
-			out = utf8.AppendRune(out, r)
-			i += n
-			continue
-		default:
-			return "", false
-		}
-		i += 2
-	}
-	return string(out), true
-}
-
-// decodeU decodes a \uXXXX escape (or a surrogate pair of two) at the start
-// of b, returning the rune and the bytes used (0 if invalid).
-func decodeU(b []byte) (rune, int) {
-	if len(b) < 6 || !isHex4(b[2:6]) {
-		return 0, 0
-	}
-	v, _ := strconv.ParseUint(string(b[2:6]), 16, 16)
-	r := rune(v)
-	if utf16.IsSurrogate(r) {
-		if len(b) >= 12 && b[6] == '\\' && b[7] == 'u' && isHex4(b[8:12]) {
-			v2, _ := strconv.ParseUint(string(b[8:12]), 16, 16)
-			if p := utf16.DecodeRune(r, rune(v2)); p != utf8.RuneError {
-				return p, 12
-			}
-		}
-		return utf8.RuneError, 6
-	}
-	return r, 6
-}
-
-// kindOf names the JSON type of the value starting at b[i], for messages.
-func kindOf(b []byte, i int) string {
-	if i >= len(b) {
-		return "missing"
-	}
-	switch c := b[i]; c {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }

@@ -4,6 +4,7 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 )
 
 // Sentinel errors, wrapped by diagnostics and by the errors functions return
@@ -32,7 +33,31 @@ var (
 	ErrTruncated = errors.New("session file truncated")
 	// ErrNoPath means the File was not read from a path, so it cannot be updated.
 	ErrNoPath = errors.New("no file to update from")
+	// ErrInvalidField marks a member that is not what pi writes there
+	// (message content of the wrong type, a timestamp that is no time).
+	// pi keeps such an entry, and so does the reader.
+	ErrInvalidField = errors.New("invalid field")
+	// ErrUnknownTarget marks a compaction's firstKeptEntryId or a
+	// context_edit's targetId that names no earlier entry: pi keeps
+	// nothing from before that compaction, or edits nothing.
+	ErrUnknownTarget = errors.New("names no entry")
+	// ErrTooDeep marks a line nested more than MaxDepth levels: pi reads
+	// it, but its JSON.stringify fails past about 4,000 levels.
+	ErrTooDeep = errors.New("nested too deep")
+	// ErrIncomplete marks a last line without its newline that is not a
+	// whole JSON object yet: pi is writing it, or a crash cut it short.
+	ErrIncomplete = errors.New("incomplete last line")
+	// ErrEmpty marks an empty file: pi writes a header into it the next
+	// time it saves the session.
+	ErrEmpty = errors.New("empty file")
 )
+
+// MaxDepth is the nesting beyond which a line is reported (ErrTooDeep).
+const MaxDepth = 1000
+
+// MaxDiagnostics bounds the diagnostics a File or Reader keeps; later ones
+// are only counted (File.Omitted).
+const MaxDiagnostics = 1000
 
 // CurrentVersion is the session format version pi 1.6 writes. Older files
 // are migrated in memory when read.
@@ -69,19 +94,39 @@ type Entry struct {
 	// members pi's migration adds or renames (ids, firstKeptEntryId, role).
 	Raw json.RawMessage
 
-	msg         span  // the message member of a "message" entry, in Raw
-	nullContent bool  // message.content is null or absent
-	tokens      int64 // Message.Tokens of the stored message plus one; 0 until known (atomic)
-	parent      int   // index+1 in File.Entries of the parent when e was read; 0 if unknown
+	msg         span   // the message member of a "message" entry, in Raw
+	nullContent bool   // message.content is null or absent
+	tokens      int64  // Message.Tokens of the stored message plus one; 0 until known (atomic)
+	parent      int    // index+1 in File.Entries of the parent when e was read; 0 if unknown
+	ref         string // a compaction's firstKeptEntryId, a context_edit's targetId
 }
 
-// Diagnostic is a problem found while reading: a line pi would skip, or a
-// tree defect (duplicate id, dangling parent, cycle). Reading goes on.
+// Diagnostic is a problem found while reading: a line pi would skip, a
+// tree defect (duplicate id, dangling parent, cycle), a member pi keeps but
+// cannot use as meant, or the state of the file's end. Reading goes on. An
+// error that stops reading (ErrNoHeader) is a Diagnostic too.
 type Diagnostic struct {
-	Line   int   // 1-based line number
-	Offset int64 // byte offset of the line
-	Err    error // wraps ErrMalformed, ErrDuplicateID, ErrDanglingParent or ErrCycle
+	File   string // the file's path; "" when read from a stream without a name
+	Line   int    // 1-based line number
+	Offset int64  // byte offset of the line
+	// Field is the member at fault, as a path ("message.content", "id");
+	// "" when the problem is the whole line.
+	Field string
+	// Err says what is wrong; it wraps ErrMalformed, ErrDuplicateID,
+	// ErrDanglingParent, ErrCycle, ErrInvalidField, ErrUnknownTarget,
+	// ErrTooDeep, ErrIncomplete, ErrEmpty or ErrNoHeader.
+	Err error
 }
 
-func (d Diagnostic) Error() string { return d.Err.Error() }
+// Error is "session: <file>:<line>: <what>" (or "session: line <n>: ..."
+// without a file name); what names the field.
+func (d Diagnostic) Error() string { return "session: " + d.Where() + ": " + d.Err.Error() }
 func (d Diagnostic) Unwrap() error { return d.Err }
+
+// Where is "<file>:<line>", or "line <line>" without a file name.
+func (d Diagnostic) Where() string {
+	if d.File == "" {
+		return "line " + strconv.Itoa(d.Line)
+	}
+	return d.File + ":" + strconv.Itoa(d.Line)
+}

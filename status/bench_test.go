@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pi-session/pi-session/atomicfile"
 )
 
 // fillStore writes n records quickly (not atomically: this is set-up) with
@@ -97,4 +99,38 @@ func BenchmarkList10k(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/list")
+}
+
+// BenchmarkUpdate is one record write as the engine host makes it: the
+// write lock, a read of the record on disk, the ownership check, an atomic
+// write; the baseline is the atomic write of the same bytes alone.
+func BenchmarkUpdate(b *testing.B) {
+	s := NewStore(b.TempDir())
+	self, err := Identify(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := fullRecord()
+	r.SessionID = "s1"
+	r.SetProcess(self)
+	data, _ := json.MarshalIndent(r, "", "  ")
+	base := filepath.Join(b.TempDir(), "plain.json")
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := atomicfile.WriteFile(base, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	baseline := time.Since(start)
+	b.ResetTimer()
+	start = time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := s.Update("s1", self, func(old *Record) { old.Tokens = r.Tokens; old.Phase = "idle" }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N), "us/write")
+	b.ReportMetric(float64(baseline.Microseconds())/float64(b.N), "baseline-us/write")
+	b.ReportMetric(took.Seconds()/baseline.Seconds(), "x-baseline")
 }

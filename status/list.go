@@ -14,9 +14,9 @@ type Entry struct {
 	SessionID string // from the file name
 	Path      string
 	ModTime   time.Time
-	Record    *Record // nil when Err is set
-	Err       error   // the file could not be read or is not a record
-	State     State   // Corrupt when Err is set
+	Record    *Record // nil when Err is set, but for a Mismatched record
+	Err       error   // the file could not be read, is not a record, or names another session
+	State     State   // Corrupt or Mismatched when Err is set
 }
 
 // List reads every record whose session id starts with prefix ("" for all)
@@ -43,8 +43,17 @@ func (s *Store) List(table ProcessTable, prefix string) ([]Entry, error) {
 		if fi != nil {
 			e.ModTime = fi.ModTime()
 		}
+		if e.Err == nil {
+			e.Err = matches(e.Record, e.Path, id)
+			if e.Err != nil {
+				e.State = Mismatched
+				out = append(out, e)
+				continue
+			}
+		}
 		if e.Err != nil {
 			e.State = Corrupt
+			e.Record = nil
 			out = append(out, e)
 			continue
 		}
@@ -78,7 +87,7 @@ func readRecord(path string) (*Record, fs.FileInfo, error) {
 		return nil, fi, fmt.Errorf("status: %s: not a regular file", path)
 	}
 	if fi.Size() > maxRecordSize {
-		return nil, fi, fmt.Errorf("%w: %s holds %d bytes", ErrCorrupt, path, fi.Size())
+		return nil, fi, &CorruptError{Path: path, What: fmt.Sprintf("%d bytes, more than a record's limit of %d", fi.Size(), maxRecordSize)}
 	}
 	b := make([]byte, fi.Size())
 	if n, err := f.ReadAt(b, 0); n < len(b) {
@@ -86,7 +95,7 @@ func readRecord(path string) (*Record, fs.FileInfo, error) {
 	}
 	r, err := Parse(b)
 	if err != nil {
-		return nil, fi, err
+		return nil, fi, inFile(err, path)
 	}
 	return r, fi, nil
 }

@@ -19,6 +19,10 @@ const (
 	PIDReused State = "pid reused" // the pid is alive, but its start time or boot differs
 	Unknown   State = "unknown"    // no usable pid, or the process table would not say (EPERM etc.)
 	Corrupt   State = "corrupt"    // the record could not be read or parsed
+	// Mismatched: the record's sessionId is not the one its file name says
+	// (written by hand, or by a tool that got the name wrong). Writers
+	// leave it alone.
+	Mismatched State = "mismatched"
 )
 
 // PIDState is the answer of kill(pid, 0).

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,8 +37,22 @@ func (procTable) Lookup(pid int) Process {
 	default:
 		return Process{}
 	}
-	p.StartTicks, _ = startTicks(pid)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return p
+	}
+	if zombie(b) {
+		return Process{State: PIDDead} // exited; its parent has not reaped it yet
+	}
+	p.StartTicks, _ = parseStartTicks(b)
 	return p
+}
+
+// zombie reports whether a /proc/<pid>/stat line is of a process that has
+// exited (state Z or X) but is not reaped yet.
+func zombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
 }
 
 func (procTable) BootID() string {

@@ -23,6 +23,7 @@ const (
 	RemovedDead       Reason = "dead"            // older than the max age, pid confirmed dead (ESRCH), no retained marker
 	KeptCurrent       Reason = "current"         // the session starting now
 	KeptUnreadable    Reason = "unreadable"      // unreadable or corrupt record
+	KeptMismatch      Reason = "mismatch"        // the record's sessionId is not its file name's
 	KeptRecent        Reason = "recent"          // not strictly older than the max age
 	KeptNoPID         Reason = "no-pid"          // missing or invalid pid
 	KeptAlive         Reason = "alive"           // the pid is alive (perhaps reused: only ESRCH removes)
@@ -42,6 +43,8 @@ func (r Reason) Describe() string {
 		return "the current session"
 	case KeptUnreadable:
 		return "unreadable or corrupt"
+	case KeptMismatch:
+		return "its sessionId does not match its file name"
 	case KeptRecent:
 		return "not older than 7 days"
 	case KeptNoPID:
@@ -78,6 +81,7 @@ type Candidate struct {
 	ModTime   time.Time
 	Err       string // non-empty: unreadable or corrupt
 	SessionID string // as recorded; may differ from the name or be empty
+	Mismatch  bool   // SessionID is not the one the name says: left alone
 	PID       int    // 0: missing or invalid
 	Marker    string // the relaunch marker path; "" for none
 }
@@ -177,6 +181,8 @@ func precheck(c Candidate, now time.Time, maxAge time.Duration, current string) 
 		return KeptCurrent, false
 	case c.Err != "":
 		return KeptUnreadable, false
+	case c.Mismatch:
+		return KeptMismatch, false
 	case now.Sub(c.ModTime) <= maxAge:
 		return KeptRecent, false
 	case c.PID <= 0:

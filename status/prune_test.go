@@ -2,7 +2,6 @@ package status
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,9 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pi-session/pi-session/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 func TestWindow(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e"}
@@ -124,25 +122,8 @@ func TestPlanPruneGolden(t *testing.T) {
 				fmt.Fprintf(&out, "keep   %-28s %s\n", d.Name, d.Reason)
 			}
 			fmt.Fprintf(&out, "next cursor: %q\n", plan.Next)
-			golden(t, filepath.Join("testdata", "prune", name+".golden"), out.String())
+			golden.Check(t, filepath.Join("testdata", "prune", name+".golden"), out.String())
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
@@ -308,15 +309,25 @@ func (s *Store) examine(name string) (Candidate, fs.FileInfo) {
 		return c, fi
 	}
 	c.SessionID, c.PID, c.Marker = r.SessionID, r.PID, r.RelaunchMarker
+	c.Mismatch = r.SessionID != strings.TrimSuffix(name, ".json")
 	return c, fi
 }
 
 var errChanged = errors.New("status: record changed during the pass")
 
+// removeHook, when a test sets it, runs between the last look at a record
+// and its removal.
+var removeHook func()
+
 // removeIfUnchanged removes a record file unless it was replaced or
 // rewritten since it was examined (a resumed session writing it again).
 func (s *Store) removeIfUnchanged(name string, before fs.FileInfo) error {
-	path := filepath.Join(s.dir, name)
+	return s.locked(func() error { return removeUnchanged(filepath.Join(s.dir, name), before) })
+}
+
+// removeUnchanged is removeIfUnchanged under the store's write lock, so
+// that no writer replaces the record between the look and the removal.
+func removeUnchanged(path string, before fs.FileInfo) error {
 	now, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -326,6 +337,9 @@ func (s *Store) removeIfUnchanged(name string, before fs.FileInfo) error {
 	}
 	if before == nil || !os.SameFile(before, now) || !now.ModTime().Equal(before.ModTime()) || now.Size() != before.Size() {
 		return errChanged
+	}
+	if removeHook != nil {
+		removeHook()
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("status: prune: %w", err)

@@ -358,6 +358,7 @@ func TestPruneLogsToEventsJSONL(t *testing.T) {
 // is kept.
 func TestPruneKeepsRecordChangedDuringPass(t *testing.T) {
 	s := NewStore(t.TempDir())
+	s.table = &fakeTable{} // pid 5, the record's process, is dead
 	now := t0
 	path := recordFile(t, s, &Record{SessionID: "a", PID: 5, RelaunchMarker: "/m/a.json"}, now, old)
 	markers := func(string) MarkerState {

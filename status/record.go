@@ -9,9 +9,15 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/jsonscan"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // Record is the status of one session, stored as <stateDir>/status/<sessionId>.json.
@@ -44,14 +50,26 @@ type Record struct {
 	// (PI_RELAUNCH_MARKER); pruning keeps the record while that file exists.
 	RelaunchMarker string `json:"relaunchMarker,omitempty"`
 
-	PID          int        `json:"pid"`
-	StartTicks   uint64     `json:"startTicks,omitempty"` // process start, clock ticks since boot (/proc/<pid>/stat field 22)
-	BootID       string     `json:"bootId,omitempty"`
-	ProcessStart *time.Time `json:"processStart,omitempty"` // wall-clock estimate of StartTicks, for people
-	Version      string     `json:"version,omitempty"`      // pi-session version of the writer
+	PID int `json:"pid"`
+	// InvalidPID is what the file held as pid when that was not a usable
+	// pid (0, negative, over 2^31-1, a fraction, a string...); PID is 0
+	// then. It is written back unchanged.
+	InvalidPID   json.RawMessage `json:"-"`
+	StartTicks   uint64          `json:"startTicks,omitempty"` // process start, clock ticks since boot (/proc/<pid>/stat field 22)
+	BootID       string          `json:"bootId,omitempty"`
+	ProcessStart *time.Time      `json:"processStart,omitempty"` // wall-clock estimate of StartTicks, for people
+	Version      string          `json:"version,omitempty"`      // pi-session version of the writer
 
 	UpdatedAt time.Time  `json:"updatedAt,omitzero"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"` // set at clean shutdown; absent on a dead pid means a crash
+	// Source is "supervisor" for a record pi-session's supervisor wrote
+	// because pi never said hello (its extension did not connect, as in a
+	// short -p run): its SessionID is then launch-<launch id>, pi's own
+	// session id being unknown.
+	Source string `json:"source,omitempty"`
+	// ExitStatus is the process's exit status as its supervisor saw it:
+	// the code, or 128+n after signal n. Absent when nobody saw it end.
+	ExitStatus *int `json:"exitStatus,omitempty"`
 
 	// Extra holds fields this version does not know (written by a newer
 	// one); they are written back unchanged.
@@ -76,8 +94,40 @@ const (
 // child the relaunch marker path it assigned.
 const RelaunchMarkerEnv = "PI_RELAUNCH_MARKER"
 
-// ErrCorrupt marks a record file that is not a status record.
+// ErrCorrupt marks a record file that is not a status record; errors.Is
+// finds it in every *CorruptError.
 var ErrCorrupt = errors.New("status: corrupt record")
+
+// CorruptError says where a record file stops being a status record: the
+// file (when known), the line and column, the field, and what is wrong.
+// Of several problems it names the first in file order.
+type CorruptError struct {
+	Path  string      // "" when the caller parsed bytes
+	Pos   jsonpos.Pos // zero for a problem of the whole file
+	Field string      // the JSON key, "" when not about one field
+	What  string
+}
+
+func (e *CorruptError) Error() string {
+	if e.Path == "" {
+		return "status: corrupt record: " + jsonpos.Message("", e.Pos, e.Field, e.What)
+	}
+	return "status: " + jsonpos.Message(e.Path, e.Pos, e.Field, e.What)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// inFile returns the error with the file's path set.
+func inFile(err error, path string) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.Path == "" {
+		c := *ce
+		c.Path = path
+		return &c
+	}
+	return err
+}
 
 // fieldIndex maps each known JSON key to its Record field.
 var fieldIndex = func() map[string]int {
@@ -92,9 +142,11 @@ var fieldIndex = func() map[string]int {
 	return m
 }()
 
-// Parse reads a record. It fails with ErrCorrupt when data is not a JSON
-// object or a known field has the wrong type. A pid that is not a positive
-// integer is not corruption: it reads as 0, "missing or invalid".
+// Parse reads a record. It fails with a *CorruptError (errors.Is
+// ErrCorrupt) when data is not a JSON object or a known field has the
+// wrong type, naming the first such field in file order with its line and
+// column. A pid that is not a positive integer is not corruption: it reads
+// as 0, "missing or invalid", with what was there in InvalidPID.
 func Parse(data []byte) (*Record, error) {
 	// One decoding pass into the struct, and a scan of the top-level keys
 	// for the unknown ones; anything unusual takes the exact, slower path.
@@ -106,7 +158,8 @@ func Parse(data []byte) (*Record, error) {
 		return parseByField(data)
 	}
 	r := (*Record)(&w.plain)
-	ok := members(data, func(key, val []byte) bool {
+	end, err := jsonscan.WalkObject(data, 0, func(key []byte, vs, ve int) bool {
+		key, val := key[1:len(key)-1], data[vs:ve]
 		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			return false // let the exact path unquote it (escapes, U+FFFD)
 		}
@@ -123,10 +176,10 @@ func Parse(data []byte) (*Record, error) {
 		r.Extra[name] = append(json.RawMessage(nil), val...)
 		return true
 	})
-	if !ok {
+	if err != nil || end < 0 {
 		return parseByField(data)
 	}
-	r.PID = parsePID(w.PID)
+	r.PID, r.InvalidPID = parsePID(w.PID)
 	return r, nil
 }
 
@@ -142,136 +195,126 @@ var foldedIndex = func() map[string]bool {
 	return m
 }()
 
-// parseByField decodes the object key by key, with exact key matching.
+// parseByField decodes the object member by member in file order, with
+// exact key matching; a later duplicate replaces an earlier one, as in
+// encoding/json. Its errors name the first problem in file order.
 func parseByField(data []byte) (*Record, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if m == nil {
-		return nil, fmt.Errorf("%w: null", ErrCorrupt)
+	ms, isObject := jsonpos.Members(data)
+	if !isObject {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, &CorruptError{Pos: jsonpos.Pos{Line: 1, Column: 1}, What: "empty file"}
+		}
+		if !json.Valid(data) {
+			pos, what := jsonpos.SyntaxError(data, json.Unmarshal(data, new(json.RawMessage)))
+			return nil, &CorruptError{Pos: pos, What: what}
+		}
+		start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+		return nil, &CorruptError{Pos: jsonpos.At(data, start), What: "want a JSON object, got " + jsonpos.Kind(data)}
 	}
 	r := &Record{}
 	rv := reflect.ValueOf(r).Elem()
-	for key, raw := range m {
-		i, known := fieldIndex[key]
+	for _, m := range ms {
+		i, known := fieldIndex[m.Key]
 		switch {
 		case !known:
 			if r.Extra == nil {
 				r.Extra = map[string]json.RawMessage{}
 			}
-			r.Extra[key] = raw
-		case key == "pid":
-			r.PID = parsePID(raw)
+			r.Extra[m.Key] = m.Value
+		case m.Key == "pid":
+			r.PID, r.InvalidPID = parsePID(m.Value)
 		default:
-			if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
-				return nil, fmt.Errorf("%w: field %s: %v", ErrCorrupt, key, err)
+			f := rv.Field(i)
+			f.SetZero()
+			if err := json.Unmarshal(m.Value, f.Addr().Interface()); err != nil {
+				return nil, fieldError(data, m, f.Type(), err)
 			}
 		}
 	}
 	return r, nil
 }
 
-// members calls fn with the raw key (unquoted, escapes left as they are)
-// and raw value of each member of the object data, which must be valid
-// JSON. It reports false when data is not an object or fn said stop.
-func members(data []byte, fn func(key, val []byte) bool) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case '}':
-			return true
-		case ',':
-			i = skipSpace(data, i+1)
-		}
-		if i >= len(data) || data[i] != '"' {
-			return false
-		}
-		kEnd := endOfString(data, i)
-		key := data[i+1 : kEnd-1]
-		i = skipSpace(data, kEnd)
-		if i >= len(data) || data[i] != ':' {
-			return false
-		}
-		i = skipSpace(data, i+1)
-		vEnd := endOfValue(data, i)
-		if vEnd <= i || !fn(key, data[i:vEnd]) {
-			return false
-		}
-		i = vEnd
-	}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index after the string starting at data[i] == '"'.
-func endOfString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(data)
-}
-
-// endOfValue returns the index after the value starting at data[i].
-func endOfValue(data []byte, i int) int {
-	if i >= len(data) {
-		return i
-	}
-	switch data[i] {
-	case '"':
-		return endOfString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = endOfString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
+// fieldError describes a member whose value does not fit its field; for a
+// member of a nested object (thresholds.soft) it points at that member.
+func fieldError(data []byte, m jsonpos.Member, t reflect.Type, err error) *CorruptError {
+	at, val := m.Offset, m.Value
+	e := &CorruptError{Field: m.Key}
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) && ute.Field != "" {
+		e.Field, t = m.Key+"."+ute.Field, ute.Type
+		if sub, ok := jsonpos.Members(m.Value); ok {
+			for _, sm := range sub {
+				if sm.Key == ute.Field {
+					at, val = m.Offset+sm.Offset, sm.Value
 				}
 			}
-			i++
-		}
-		return len(data)
-	}
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
 		}
 	}
-	return i
+	e.Pos = jsonpos.At(data, at)
+	e.What = fmt.Sprintf("want %s, got %s", want(t), got(val))
+	return e
 }
 
-func parsePID(raw json.RawMessage) int {
+// got shows a wrong value: scalars as written (cut to 40 characters),
+// objects and arrays by their kind.
+func got(val []byte) string {
+	if k := jsonpos.Kind(val); k == "an object" || k == "an array" {
+		return k
+	}
+	return clip.To(string(val), 40)
+}
+
+// want names what a field of type t holds, for messages.
+func want(t reflect.Type) string {
+	orNull := ""
+	if t.Kind() == reflect.Pointer {
+		t, orNull = t.Elem(), " or null"
+	}
+	var what string
+	switch {
+	case t == reflect.TypeFor[time.Time]():
+		what = "a time like \"2026-01-02T03:04:05Z\""
+	case t.Kind() == reflect.String:
+		what = "a string"
+	case t.Kind() == reflect.Bool:
+		what = "true or false"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		what = "a whole number"
+	case t.Kind() == reflect.Struct:
+		what = "an object"
+	default:
+		what = "a " + t.Kind().String()
+	}
+	return what + orNull
+}
+
+// parsePID reads a pid: a whole number from 1 to 2^31-1. Anything else
+// present (not null) is returned, compacted, as invalid.
+func parsePID(raw json.RawMessage) (int, json.RawMessage) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
 	var n int64
 	if err := json.Unmarshal(raw, &n); err != nil || n <= 0 || n > math.MaxInt32 {
-		return 0
+		var b bytes.Buffer
+		if json.Compact(&b, raw) != nil {
+			return 0, nil
+		}
+		return 0, b.Bytes()
 	}
-	return int(n)
+	return int(n), nil
+}
+
+// PIDText says what the record holds as pid, for people: "pid 4242",
+// "invalid pid 4242.5" (what was there, cut to 40 characters), or "no pid".
+func (r *Record) PIDText() string {
+	switch {
+	case r.PID > 0:
+		return "pid " + strconv.Itoa(r.PID)
+	case len(r.InvalidPID) > 0:
+		return "invalid pid " + clip.To(string(r.InvalidPID), 40)
+	}
+	return "no pid"
 }
 
 // UnmarshalJSON is Parse.
@@ -289,6 +332,17 @@ func (r *Record) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal((*plain)(r))
 	if err != nil {
 		return nil, fmt.Errorf("status: marshal: %w", err)
+	}
+	if r.PID == 0 {
+		// No pid is written as none, an invalid one as it was. Known fields
+		// before pid are strings (quotes escaped), numbers and thresholds,
+		// so the first `,"pid":0` is the field itself.
+		var with []byte
+		var raw bytes.Buffer
+		if len(r.InvalidPID) > 0 && json.Compact(&raw, r.InvalidPID) == nil {
+			with = append([]byte(`,"pid":`), raw.Bytes()...)
+		}
+		b = bytes.Replace(b, []byte(`,"pid":0`), with, 1)
 	}
 	keys := make([]string, 0, len(r.Extra))
 	for k := range r.Extra {

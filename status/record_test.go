@@ -1,13 +1,19 @@
 package status
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pi-session/pi-session/golden"
 )
 
 func i64(n int64) *int64 { return &n }
@@ -175,8 +181,15 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Parse error %v is not ErrCorrupt", err)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Parse error %v is not a *CorruptError", err)
+			}
+			if ce.Pos.Line < 1 || ce.Pos.Line > bytes.Count(data, []byte{'\n'})+1 || ce.Pos.Column < 1 {
+				t.Fatalf("Parse(%q) error %q has no place in the input (%v)", data, err, ce.Pos)
+			}
+			if msg := err.Error(); len(msg) > 300 || !strings.Contains(msg, fmt.Sprintf("line %d, column %d", ce.Pos.Line, ce.Pos.Column)) {
+				t.Fatalf("Parse(%q) error %q is unbounded or lacks its line", data, msg)
 			}
 			return
 		}
@@ -201,4 +214,41 @@ func compactRaw(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestParseGolden: every record fixture in testdata/records with the
+// diagnostic a reader gets, as `pi-session status` shows it.
+func TestParseGolden(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "records", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no fixtures")
+	}
+	var b strings.Builder
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(file)
+		r, err := Parse(data)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "%-24s %v\n", name, inFile(err, name))
+		default:
+			fmt.Fprintf(&b, "%-24s ok, %s\n", name, r.PIDText())
+		}
+	}
+	golden.Check(t, filepath.Join("testdata", "records.golden"), b.String())
+}
+
+// TestParseReportsTheFirstFieldEveryTime: a record with several wrong
+// fields is reported by its first wrong field in file order, every time.
+func TestParseReportsTheFirstFieldEveryTime(t *testing.T) {
+	data := []byte(`{"updatedAt":"yesterday-ish","cwd":42,"tokens":"many","model":7,"role":[],"floor":{},"handoffCount":"x","phase":1}`)
+	for i := 0; i < 100; i++ {
+		_, err := Parse(data)
+		if got, want := fmt.Sprint(err), `status: corrupt record: line 1, column 14: field "updatedAt": want a time like "2026-01-02T03:04:05Z", got "yesterday-ish"`; got != want {
+			t.Fatalf("run %d: Parse = %s, want %s", i, got, want)
+		}
+	}
 }

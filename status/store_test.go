@@ -3,8 +3,10 @@ package status
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,10 +76,20 @@ func TestRewriteKeepsUnknownFields(t *testing.T) {
 
 func TestEnd(t *testing.T) {
 	s := NewStore(t.TempDir())
-	if err := s.Write(&Record{SessionID: "s1", PID: 5}); err != nil {
+	s.table = &fakeTable{procs: map[int]Process{5: {State: PIDAlive, StartTicks: 50}}}
+	if err := s.Write(&Record{SessionID: "s1", PID: 5, StartTicks: 50}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.End("s1", t0); err != nil {
+	if err := s.End("s1", Identity{PID: 6, StartTicks: 60}, t0); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("End by another process = %v, want ErrNotOwner", err)
+	}
+	if err := s.End("s1", Identity{PID: 5, StartTicks: 51}, t0); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("End by a later process with the same pid = %v, want ErrNotOwner", err)
+	}
+	if r, _ := s.Read("s1"); r == nil || r.EndedAt != nil {
+		t.Fatalf("a refused End changed the record: %+v", r)
+	}
+	if err := s.End("s1", Identity{PID: 5, StartTicks: 50}, t0); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.Read("s1")
@@ -87,8 +99,109 @@ func TestEnd(t *testing.T) {
 	if got := Classify(r, Process{State: PIDDead}, ""); got != Exited {
 		t.Errorf("Classify(ended, dead) = %q, want exited", got)
 	}
-	if err := s.End("nobody", t0); err == nil {
+	if err := s.End("nobody", Identity{PID: 5}, t0); err == nil {
 		t.Errorf("End of a missing record succeeded")
+	}
+}
+
+// TestUpdateOwnership: a writer replaces a record only when it is the
+// record's process, or the record has no live owner.
+func TestUpdateOwnership(t *testing.T) {
+	const boot = "boot-a"
+	table := &fakeTable{boot: boot, procs: map[int]Process{
+		10: {State: PIDAlive, StartTicks: 100}, // running
+		11: {State: PIDAlive, StartTicks: 999}, // pid reused
+		12: {State: PIDDenied},                 // another user's, no start time
+		13: {State: PIDAlive},                  // alive, start time unreadable
+	}}
+	me := Identity{PID: 20, StartTicks: 200, BootID: boot}
+	for _, tc := range []struct {
+		name string
+		old  string // the record on disk, "" for none
+		self Identity
+		want error
+	}{
+		{"no record", "", me, nil},
+		{"own record", `{"sessionId":"s","pid":20,"startTicks":200,"bootId":"boot-a"}`, me, nil},
+		{"own record, start time not recorded", `{"sessionId":"s","pid":20}`, me, nil},
+		{"live owner", `{"sessionId":"s","pid":10,"startTicks":100,"bootId":"boot-a"}`, me, ErrNotOwner},
+		{"live owner, same pid, other start", `{"sessionId":"s","pid":20,"startTicks":150,"bootId":"boot-a"}`, me, nil},
+		{"live owner without start time", `{"sessionId":"s","pid":10}`, me, ErrNotOwner},
+		{"owner of another user", `{"sessionId":"s","pid":12,"startTicks":5}`, me, ErrNotOwner},
+		{"owner alive, table without start time", `{"sessionId":"s","pid":13,"startTicks":5}`, me, ErrNotOwner},
+		{"owner ended", `{"sessionId":"s","pid":10,"startTicks":100,"endedAt":"2026-01-02T03:04:05Z"}`, me, nil},
+		{"owner dead", `{"sessionId":"s","pid":30,"startTicks":100}`, me, nil},
+		{"owner pid reused", `{"sessionId":"s","pid":11,"startTicks":100}`, me, nil},
+		{"owner of an earlier boot", `{"sessionId":"s","pid":10,"startTicks":100,"bootId":"boot-z"}`, me, nil},
+		{"no pid", `{"sessionId":"s"}`, me, nil},
+		{"invalid pid", `{"sessionId":"s","pid":"12ab"}`, me, nil},
+		{"names another session", `{"sessionId":"someone-else","pid":30}`, me, ErrMismatch},
+		{"names no session", `{"pid":30}`, me, ErrMismatch},
+		{"corrupt", `{"sessionId":"s","pid":`, me, ErrCorrupt},
+		{"writer without identity, live owner", `{"sessionId":"s","pid":10,"startTicks":100}`, Identity{}, ErrNotOwner},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(t.TempDir())
+			s.table = table
+			if tc.old != "" {
+				writeRaw(t, s, "s.json", tc.old)
+			}
+			before, _ := os.ReadFile(filepath.Join(s.Dir(), "s.json"))
+			err := s.Update("s", tc.self, func(r *Record) { r.Cwd = "/mine" })
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Update = %v, want %v", err, tc.want)
+			}
+			after, _ := os.ReadFile(filepath.Join(s.Dir(), "s.json"))
+			if err != nil {
+				if string(after) != string(before) {
+					t.Errorf("a refused Update changed the file:\n%s\nto\n%s", before, after)
+				}
+				if names, _ := s.recordNames(); len(names) > 1 {
+					t.Errorf("a refused Update wrote other records: %v", names)
+				}
+				return
+			}
+			r, err := s.Read("s")
+			if err != nil || r.Cwd != "/mine" || r.PID != tc.self.PID || r.StartTicks != tc.self.StartTicks || r.InvalidPID != nil {
+				t.Errorf("after Update: %+v, %v", r, err)
+			}
+		})
+	}
+}
+
+// TestMismatchedRecordIsLeftAlone: the file name says one session, the
+// record another; neither a hello of either session nor a bye touches it,
+// and the other session's file is not written through it.
+func TestMismatchedRecordIsLeftAlone(t *testing.T) {
+	s := NewStore(t.TempDir())
+	s.table = &fakeTable{procs: map[int]Process{10: {State: PIDAlive, StartTicks: 100}}}
+	live := `{"sessionId":"someone-else","pid":10,"startTicks":100,"cwd":"/theirs"}`
+	writeRaw(t, s, "someone-else.json", live)
+	writeRaw(t, s, "x.json", `{"sessionId":"someone-else","pid":30,"cwd":"/stale"}`)
+	stale, _ := os.ReadFile(filepath.Join(s.Dir(), "x.json"))
+	me := Identity{PID: 30}
+	if err := s.Update("x", me, func(r *Record) { r.Cwd = "/mine" }); !errors.Is(err, ErrMismatch) {
+		t.Errorf("Update(x) = %v, want ErrMismatch", err)
+	}
+	if err := s.End("x", me, t0); !errors.Is(err, ErrMismatch) {
+		t.Errorf("End(x) = %v, want ErrMismatch", err)
+	}
+	for name, want := range map[string]string{"someone-else.json": live, "x.json": string(stale)} {
+		if got, _ := os.ReadFile(filepath.Join(s.Dir(), name)); string(got) != want {
+			t.Errorf("%s = %s, want it untouched: %s", name, got, want)
+		}
+	}
+	entries, err := s.List(s.table, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.SessionID == "x" && (e.State != Mismatched || !strings.Contains(fmt.Sprint(e.Err), "x.json holds sessionId \"someone-else\", but its name says \"x\"")) {
+			t.Errorf("x listed as %s: %v; want mismatched with its path", e.State, e.Err)
+		}
+		if e.SessionID == "someone-else" && e.State != Running {
+			t.Errorf("the live session is listed as %s", e.State)
+		}
 	}
 }
 
@@ -112,5 +225,34 @@ func TestStoreFromEnv(t *testing.T) {
 	env["PI_CONTEXT_BUDGET_STATE_DIR"] = "/state"
 	if got := StoreFromEnv(func(k string) string { return env[k] }).Dir(); got != "/state/status" {
 		t.Errorf("Dir with PI_CONTEXT_BUDGET_STATE_DIR = %s", got)
+	}
+}
+
+// TestPatchKeepsWhatOthersWrote: Patch changes fields of the record as it
+// is now, so an end written since an engine last looked stays, and so does
+// the record's process.
+func TestPatchKeepsWhatOthersWrote(t *testing.T) {
+	s := NewStore(t.TempDir())
+	s.table = &fakeTable{procs: map[int]Process{5: {State: PIDAlive, StartTicks: 50}}}
+	me := Identity{PID: 5, StartTicks: 50}
+	if err := s.Update("s1", me, func(r *Record) { r.Cwd = "/w" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.End("s1", me, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Patch("s1", func(r *Record) { r.Phase, r.PID = "idle", 99 }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Read("s1")
+	if err != nil || r.Phase != "idle" || r.PID != 5 || r.StartTicks != 50 || r.Cwd != "/w" || r.EndedAt == nil {
+		t.Errorf("after Patch: %+v, %v; want phase idle, the record's own process, the end kept", r, err)
+	}
+	writeRaw(t, s, "x.json", `{"sessionId":"someone-else"}`)
+	if err := s.Patch("x", func(r *Record) { r.Phase = "idle" }); !errors.Is(err, ErrMismatch) {
+		t.Errorf("Patch of a mismatched record = %v, want ErrMismatch", err)
+	}
+	if err := s.Patch("new", func(r *Record) { r.Phase = "idle" }); err != nil {
+		t.Errorf("Patch of a missing record = %v, want it created", err)
 	}
 }

@@ -63,22 +63,28 @@ func (r *Relauncher) armRelaunch(ctx context.Context, req *hooks.Request) (any, 
 	if err := req.Decode(&p); err != nil {
 		return nil, err
 	}
+	return r.ArmFor(req.Peer, p)
+}
+
+// ArmFor writes the marker for peer, under the same rules as the
+// armRelaunch method: for engines of the same host (the budget's fallback).
+func (r *Relauncher) ArmFor(peer *hooks.Peer, p ArmParams) (ArmResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.pid == 0:
-		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: no pi is running under this pi-session")
-	case req.Peer.PID != r.pid:
-		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: process %d is not the pi this pi-session launched (pid %d); only that pi can arm its relaunch", req.Peer.PID, r.pid)
-	case req.Peer.Hello.Role != hooks.RolePrimary:
-		return nil, hooks.Errorf(hooks.CodeRefused, "supervisor: only pi's primary session can arm a relaunch, not an SDK child session (role %q)", req.Peer.Hello.Role)
+		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: no pi is running under this pi-session")
+	case peer.PID != r.pid:
+		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: process %d is not the pi this pi-session launched (pid %d); only that pi can arm its relaunch", peer.PID, r.pid)
+	case peer.Hello.Role != hooks.RolePrimary:
+		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: only pi's primary session can arm a relaunch, not an SDK child session (role %q)", peer.Hello.Role)
 	}
 	if p.Cwd == "" {
-		p.Cwd = req.Peer.Hello.Cwd
+		p.Cwd = peer.Hello.Cwd
 	}
 	m := marker.Marker{Cwd: p.Cwd, LaunchPrompt: p.LaunchPrompt, Handoff: p.Handoff, SessionFile: p.SessionFile}
 	if err := marker.WriteAssigned(r.a, m); err != nil {
-		return nil, err
+		return ArmResult{}, err
 	}
 	// Check it the way the relaunch will, so a marker that cannot work is
 	// refused now, while the model can still fix it.
@@ -89,7 +95,7 @@ func (r *Relauncher) armRelaunch(ctx context.Context, req *hooks.Request) (any, 
 	}{{"marker", o.MarkerErr}, {"cwd", o.CwdErr}, {"handoff", o.HandoffErr}, {"launchPrompt", o.LaunchPromptErr}} {
 		if c.err != nil {
 			os.Remove(r.a.Path)
-			return nil, hooks.Errorf(hooks.CodeInvalidParams, "supervisor: %s: %v", c.what, c.err)
+			return ArmResult{}, hooks.Errorf(hooks.CodeInvalidParams, "supervisor: %s: %v", c.what, c.err)
 		}
 	}
 	return ArmResult{Marker: r.a.Path}, nil

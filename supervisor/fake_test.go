@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/pi-session/pi-session/marker"
 	"golang.org/x/term"
 )
 
@@ -129,12 +132,51 @@ func fakePi(behaviour string) int {
 				return 0
 			}
 		}
+	case "assignment":
+		// What an extension written for the seed's wrapper checks before it
+		// writes its relaunch marker.
+		a, err := marker.AssignmentFromEnv(os.Getenv, os.Getppid())
+		fmt.Fprintf(out, "ppid=%d wrapper=%s base=%s\n", os.Getppid(), os.Getenv(marker.EnvWrapperPID), filepath.Base(os.Getenv(marker.EnvMarker)))
+		if err != nil {
+			fmt.Fprintf(out, "assignment refused: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(out, "assignment ok %s\n", a.Path)
+		return 0
+	case "stubborn", "stubborn_stop":
+		// Say its pid, ignore hangups and stop requests, and wait; with
+		// _stop, first stop like pi's Ctrl+Z.
+		signal.Ignore(syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+		tellPID()
+		if behaviour == "stubborn_stop" {
+			syscall.Kill(0, syscall.SIGTSTP)
+		}
+		time.Sleep(60 * time.Second)
+		return 0
+	case "polite":
+		// Say its pid and end on a hangup or SIGTERM, as pi does.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM)
+		tellPID()
+		select {
+		case <-sigs:
+			return 129
+		case <-time.After(60 * time.Second):
+			return 0
+		}
 	case "pgrp":
 		fmt.Fprintf(out, "pgrp=%d pid=%d sid=%d\n", syscall.Getpgrp(), os.Getpid(), mustSid())
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "fake pi: unknown behaviour %q\n", behaviour)
 	return 2
+}
+
+// tellPID writes the fake pi's pid to FAKE_PID_FILE, atomically.
+func tellPID() {
+	path := os.Getenv("FAKE_PID_FILE")
+	os.WriteFile(path+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o600)
+	os.Rename(path+".tmp", path)
 }
 
 func mustSid() int {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pi-session/pi-session/marker"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,25 +35,42 @@ func IsLeader(env []string) bool {
 // args[1:]) in a new foreground process group, so pi's process group has a
 // parent in the same session and the kernel honours pi's own Ctrl+Z. It
 // reports pi's pid on fd 3, stops itself whenever pi stops (so the
-// supervisor sees the stop), and exits the way pi exits. The variable PI_SESSION_WRAPPER_PID, when set, becomes the
-// leader's pid: the leader is pi's parent.
+// supervisor sees the stop), and exits the way pi exits. The variable
+// PI_SESSION_WRAPPER_PID, when set, becomes the leader's pid, the leader
+// being pi's parent, and PI_RELAUNCH_MARKER is named after it. If the
+// supervisor dies, the leader hangs pi up (hangUp).
 func RunLeader(args, env []string) int {
 	report := os.NewFile(3, "leader-report")
 	if len(args) == 0 {
 		fmt.Fprintf(report, "err 64 no program to run\n")
 		return 64
 	}
+	// pi gets a parent-death signal: keep the forking thread (see Run).
+	runtime.LockOSThread()
+	supervisor := os.Getppid()
 	// Catch (not ignore) the signals the terminal or the supervisor may send
 	// the leader: caught signals are reset to their defaults in pi.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGWINCH)
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGWINCH, syscall.SIGCONT)
+	piPID := make(chan int, 1)
 	go func() {
-		for range sigs {
+		pid, hungUp := 0, false
+		for {
+			select {
+			case pid = <-piPID:
+			case <-sigs:
+			}
+			// The supervisor's death arrives as SIGCONT (its parent-death
+			// signal for the leader) and as the hangup of the PTY.
+			if pid > 0 && !hungUp && os.Getppid() != supervisor {
+				hungUp = true
+				go hangUp(pid)
+			}
 		}
 	}()
 	pid, err := spawn(args[0], args, "", leaderChildEnv(env, os.Getpid()),
-		[]*os.File{os.Stdin, os.Stdout, os.Stderr}, &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0})
+		[]*os.File{os.Stdin, os.Stdout, os.Stderr}, &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0, Pdeathsig: syscall.SIGKILL})
 	if err != nil {
 		se := err.(*StartError)
 		fmt.Fprintf(report, "err %d %s\n", se.Code, strings.ReplaceAll(se.Err.Error(), "\n", " "))
@@ -58,6 +78,8 @@ func RunLeader(args, env []string) int {
 	}
 	fmt.Fprintf(report, "pid %d\n", pid)
 	report.Close()
+	piPID <- pid
+	sigs <- syscall.SIGCONT // look once: the supervisor may have died already
 	for {
 		var ws syscall.WaitStatus
 		_, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED|syscall.WCONTINUED, nil)
@@ -83,14 +105,40 @@ func RunLeader(args, env []string) int {
 	}
 }
 
-// leaderChildEnv drops the leader marker and makes the leader pi's wrapper pid.
+// hangUpGrace is how long pi may take to end after the hangup that follows
+// its supervisor's death, before it is killed.
+const hangUpGrace = 3 * time.Second
+
+// hangUp ends pi after its supervisor died: pi must not outlive it. pi's
+// process group gets what a closing terminal sends (SIGHUP, and SIGCONT in
+// case it is stopped), then SIGKILL if it is still there after
+// hangUpGrace. The leader exits once pi has (RunLeader's wait).
+func hangUp(pid int) {
+	syscall.Kill(-pid, syscall.SIGHUP)
+	syscall.Kill(-pid, syscall.SIGCONT)
+	time.Sleep(hangUpGrace)
+	syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// leaderChildEnv drops the leader marker and makes the leader pi's wrapper
+// pid: PI_SESSION_WRAPPER_PID becomes the leader's pid, and the relaunch
+// marker PI_RELAUNCH_MARKER, <dir>/<pid>-<launch id>.json, is named after
+// it, so that basename(PI_RELAUNCH_MARKER) is
+// $PI_SESSION_WRAPPER_PID-$PI_SESSION_LAUNCH_ID.json, as the seed's
+// ownership rule checks.
 func leaderChildEnv(env []string, self int) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		switch {
 		case strings.HasPrefix(kv, leaderEnv+"="):
-		case strings.HasPrefix(kv, "PI_SESSION_WRAPPER_PID="):
-			out = append(out, "PI_SESSION_WRAPPER_PID="+strconv.Itoa(self))
+		case strings.HasPrefix(kv, marker.EnvWrapperPID+"="):
+			out = append(out, marker.EnvWrapperPID+"="+strconv.Itoa(self))
+		case strings.HasPrefix(kv, marker.EnvMarker+"="):
+			path := strings.TrimPrefix(kv, marker.EnvMarker+"=")
+			if _, id, ok := marker.ParseName(filepath.Base(path)); ok {
+				path = marker.Path(filepath.Dir(path), self, id)
+			}
+			out = append(out, marker.EnvMarker+"="+path)
 		default:
 			out = append(out, kv)
 		}

@@ -15,15 +15,22 @@ import (
 // (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), so nothing arrives twice. Without one
 // (CI, services), pi gets its own process group and every signal is forwarded
 // to that group.
+//
+// pi must not outlive pi-session: if pi-session dies (kill -9, a crash),
+// the kernel sends pi SIGTERM (its parent-death signal), on which pi stops
+// the processes its tools started, ends its session and exits, so nothing
+// writes on after the caller saw pi-session's exit status. (SIGKILL would
+// be surer against a pi that ignores SIGTERM, which pi 1.6 does not, but
+// would leave pi's tool processes running on their own.)
 func (s *Supervisor) runPlain(ctx context.Context, l Launch, sigs <-chan os.Signal) (Result, error) {
 	ownGroup := !s.ctty
 	pid, err := spawn(l.Path, append([]string{l.Path}, l.Args...), l.Dir, l.Env,
-		[]*os.File{s.opts.Stdin, s.opts.Stdout, s.opts.Stderr}, &syscall.SysProcAttr{Setpgid: ownGroup})
+		[]*os.File{s.opts.Stdin, s.opts.Stdout, s.opts.Stderr}, &syscall.SysProcAttr{Setpgid: ownGroup, Pdeathsig: syscall.SIGTERM})
 	if err != nil {
 		return Result{}, err
 	}
 	if l.Started != nil {
-		l.Started(pid)
+		l.Started(pid, os.Getpid())
 	}
 	statuses := make(chan syscall.WaitStatus, 4)
 	waitErr := make(chan error, 1)

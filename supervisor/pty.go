@@ -53,7 +53,7 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 		}
 	}
 	if l.Started != nil {
-		l.Started(piPID)
+		l.Started(piPID, leader)
 	}
 
 	s.target.Store(ptmx)
@@ -135,7 +135,14 @@ func (s *Supervisor) startLeader(l Launch, tty *os.File) (pid int, report *os.Fi
 		files = append(files, w)
 		report = r
 	}
-	pid, err = spawn(path, argv, l.Dir, env, files, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0})
+	// If pi-session dies, its child hears of it: the leader gets SIGCONT,
+	// which also wakes it when pi and it are stopped (Ctrl+Z), and hangs pi
+	// up (see RunLeader); pi without a leader is killed.
+	death := syscall.SIGKILL
+	if s.opts.Leader != nil {
+		death = syscall.SIGCONT
+	}
+	pid, err = spawn(path, argv, l.Dir, env, files, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: death})
 	if err != nil {
 		if report != nil {
 			report.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,11 +17,15 @@ import (
 
 // Launch describes one pi process to run.
 type Launch struct {
-	Path    string   // the pi executable
-	Args    []string // pi's arguments, without argv[0]
-	Dir     string   // working directory; "" for the current one
-	Env     []string // the child's whole environment
-	Started func(pid int)
+	Path string   // the pi executable
+	Args []string // pi's arguments, without argv[0]
+	Dir  string   // working directory; "" for the current one
+	Env  []string // the child's whole environment
+	// Started, if set, is called once pi runs, with pi's pid and the pid
+	// of pi's parent inside pi-session (the PTY session leader, or
+	// pi-session itself without a PTY): the PI_SESSION_WRAPPER_PID pi sees,
+	// which names its relaunch marker.
+	Started func(pid, wrapperPID int)
 }
 
 // Result says how one launch ended.
@@ -170,6 +175,12 @@ func (s *Supervisor) Run(ctx context.Context, l Launch) (Result, error) {
 		s.handler = nil
 		s.mu.Unlock()
 	}()
+	// pi (or its session leader) is started with a parent-death signal,
+	// which the kernel sends when the thread that forked it ends, not the
+	// process: keep this goroutine on its thread until the child is gone,
+	// so no other goroutine can lock that thread and end it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var res Result
 	var err error
 	if s.interactive {

@@ -153,7 +153,7 @@ func supervise(t *testing.T, u *userTerm, l Launch, during func(started <-chan i
 		t.Fatal("Supervisor on a PTY is not interactive")
 	}
 	started := make(chan int, 1)
-	l.Started = func(pid int) { started <- pid }
+	l.Started = func(pid, _ int) { started <- pid }
 	done := make(chan struct{})
 	if during != nil {
 		go func() { defer close(done); during(started) }()
@@ -478,7 +478,7 @@ func TestPlainSignalForwarding(t *testing.T) {
 	s := New(Options{Stdin: stdin, Stdout: w, Stderr: w})
 	started := make(chan int, 1)
 	l := fakeLaunch(t, "hang_until_signal")
-	l.Started = func(pid int) { started <- pid }
+	l.Started = func(pid, _ int) { started <- pid }
 	go func() {
 		<-started
 		buf := make([]byte, 64)

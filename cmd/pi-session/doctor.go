@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-session/pi-session/extension"
 	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/status"
 )
@@ -61,7 +62,7 @@ func cmdDoctor(ctx context.Context, inv *invocation) int {
 	}
 	findings := []finding{checkNode(ctx, inv.env), checkPi(ctx, inv.env), checkExtension(inv.env)}
 	findings = append(findings, checkSocket(ctx, inv.env)...)
-	findings = append(findings, checkDirs(inv.env))
+	findings = append(findings, checkDirs(inv.env), checkMarkerDir(inv.env))
 	code := 0
 	for _, f := range findings {
 		fmt.Fprintln(inv.stdout, f)
@@ -202,6 +203,20 @@ func checkDirs(env *environ) finding {
 		return finding{level: "FAIL", name: "state", detail: strings.Join(bad, "; "), fix: "make them writable by uid " + strconv.Itoa(os.Getuid()) + ", or point PI_CODING_AGENT_DIR (and PI_SESSION_MARKER_DIR, PI_CONTEXT_BUDGET_STATE_DIR) elsewhere"}
 	}
 	return ok("state", "writable: %s", strings.Join(dirs, ", "))
+}
+
+// checkMarkerDir checks that relaunch markers can be trusted: their
+// directory is the user's own and no one else can write to it.
+func checkMarkerDir(env *environ) finding {
+	dir := paths.MarkerDir(env.Get)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return ok("markers", "%s does not exist yet; pi-session creates it, mode 0700", dir)
+	}
+	if err := marker.CheckDir(dir); err != nil {
+		msg, fix, _ := strings.Cut(strings.TrimPrefix(err.Error(), "marker: "), "; fix: ")
+		return finding{level: "FAIL", name: "markers", detail: msg + " (relaunch is off until then)", fix: fix}
+	}
+	return ok("markers", "%s is yours and no one else can write to it", dir)
 }
 
 // writable checks that a file can be created in dir, or in its nearest

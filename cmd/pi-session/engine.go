@@ -18,7 +18,10 @@ type engineCommand struct {
 
 // engineCommands are the words after `pi-session engine`. Each engine's
 // adapter file defines its run function; this table lists them.
-var engineCommands = map[string]engineCommand{}
+var engineCommands = map[string]engineCommand{
+	"recap":   {usage: "recap [--after ID] SESSION_FILE", about: "the exact request the recap model would receive", run: cmdEngineRecap},
+	"session": {usage: "session [--leaf ID] [--json] SESSION_FILE", about: "a session file as the engines read it, and every problem in it", run: cmdEngineSession},
+}
 
 // cmdEngine dispatches `pi-session engine <word> ...`. `engine` is one
 // reserved first word for every engine: "recall ..." or "recap ..." are

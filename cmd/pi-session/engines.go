@@ -12,12 +12,13 @@ type engineSet struct {
 	inv        *invocation
 	relauncher *supervisor.Relauncher // nil under `pi-session serve`: no relaunch there
 	offload    *offloadEngines
+	budget     *budgetEngine
 }
 
 // newEngineSet opens the engines for one host. relauncher is the
 // wrapper's, or nil for serve.
 func newEngineSet(inv *invocation, relauncher *supervisor.Relauncher) *engineSet {
-	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines()}
+	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher)}
 }
 
 // list is the engines to register, in order.
@@ -26,10 +27,12 @@ func (s *engineSet) list() []hooks.Engine {
 	if s.relauncher != nil {
 		es = append(es, s.relauncher.Engine())
 	}
-	return append(es, s.offload.engine())
+	es = append(es, recapEngine())
+	return append(es, s.offload.engine(), s.budget.engine())
 }
 
 // close releases what the engines hold open.
 func (s *engineSet) close() {
 	s.offload.close()
+	s.budget.close()
 }

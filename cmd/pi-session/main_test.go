@@ -126,9 +126,10 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 // FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_ARM=socket asks the
 // wrapper to write it instead, over PI_SESSION_SOCKET as the extension does
 // (FAKEPI_HELLO_ROLE sets the session's role, default primary).
-// FAKEPI_MARKER_RAW writes those bytes as the marker; FAKEPI_DESCENDANT
-// makes a child process try to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a
-// signal name without SIG) choose how it ends.
+// FAKEPI_MARKER_RAW writes those bytes as the marker (with the octal mode
+// FAKEPI_MARKER_MODE, if set); FAKEPI_DESCENDANT makes a child process try
+// to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a signal name without SIG)
+// choose how it ends.
 func fakePi() int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -229,7 +230,13 @@ func fakeMarker() error {
 		return err
 	}
 	if raw := os.Getenv("FAKEPI_MARKER_RAW"); raw != "" {
-		return os.WriteFile(a.Path, []byte(raw), 0o600)
+		if err := os.WriteFile(a.Path, []byte(raw), 0o600); err != nil {
+			return err
+		}
+		if mode, err := strconv.ParseUint(os.Getenv("FAKEPI_MARKER_MODE"), 8, 32); err == nil {
+			return os.Chmod(a.Path, os.FileMode(mode))
+		}
+		return nil
 	}
 	cwd := os.Getenv("FAKEPI_MARKER_CWD")
 	if cwd == "" {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/offload"
 )
@@ -29,17 +30,17 @@ func newOffloadEngines() *offloadEngines {
 }
 
 // get returns the engine of the caller's workspace.
-func (o *offloadEngines) get(p *hooks.Peer) (*workspaceEngine, error) {
-	dir := p.Hello.Cwd
+func (o *offloadEngines) get(r *hooks.Request) (*workspaceEngine, error) {
+	dir := r.Peer.Hello.Cwd
 	if !filepath.IsAbs(dir) {
-		return nil, hooks.Errorf(hooks.CodeInvalidParams, "offload: the session's cwd %q is not an absolute path", dir)
+		return nil, hooks.Errorf(hooks.CodeInvalidParams, "offload: the session's cwd %q is not an absolute path", clip.Echo(dir))
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e := o.byDir[dir]; e != nil {
 		return e, nil
 	}
-	e, err := offload.New(offload.Options{Workspace: dir})
+	e, err := offload.New(offload.Options{Workspace: dir, Log: r.Log().With("engine", "offload")})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (o *offloadEngines) close() {
 // hooks, and the methods behind ctx_read, ctx_summarize, ctx_offload and /ce.
 func (o *offloadEngines) engine() hooks.Engine {
 	m := map[string]hooks.Handler{"toolResult": o.toolResult}
-	for _, name := range []string{"turnStart", "read", "summarize", "offload", "search", "status", "trace", "settings", "clear"} {
+	for _, name := range []string{"turnStart", "read", "summarize", "offload", "search", "status", "trace", "settings", "clear", "start"} {
 		m[name] = o.forward(name)
 	}
 	return hooks.Engine{
@@ -77,7 +78,7 @@ func (o *offloadEngines) engine() hooks.Engine {
 // regex): they go back with their text.
 func (o *offloadEngines) forward(name string) hooks.Handler {
 	return func(ctx context.Context, r *hooks.Request) (any, error) {
-		e, err := o.get(r.Peer)
+		e, err := o.get(r)
 		if err != nil {
 			return nil, err
 		}
@@ -103,9 +104,10 @@ type toolResultParams struct {
 
 // toolResult decides what the model sees of a tool result. Text arrives as
 // bulk bytes and is handed to the engine without a copy. A kept result
-// answers null: pi's own result stands.
+// answers null (pi's own result stands), or only a notice for the user
+// when storing failed.
 func (o *offloadEngines) toolResult(ctx context.Context, r *hooks.Request) (any, error) {
-	e, err := o.get(r.Peer)
+	e, err := o.get(r)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +151,14 @@ func (o *offloadEngines) toolResult(ctx context.Context, r *hooks.Request) (any,
 		ParentToolCallID: p.ParentToolCallID,
 		CtxReadActive:    p.CtxReadActive,
 	})
-	if err != nil || rep.Action != "replace" {
+	if err != nil {
 		return nil, err
+	}
+	if rep.Action != "replace" {
+		if rep.Notice != "" {
+			return hooks.ToolResultPatch{Notice: rep.Notice}.Reply(), nil
+		}
+		return nil, nil
 	}
 	out := make([]hooks.Block, 0, len(rep.Content))
 	for _, b := range rep.Content {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -129,6 +130,10 @@ type host struct {
 	logf  *rotate.Log
 	store *status.Store
 	prune sync.Once
+
+	mu       sync.Mutex
+	ids      map[int]status.Identity // process identities, from the first hello
+	sessions map[int][]string        // sessions each process recorded
 }
 
 func (h *host) close() {
@@ -176,37 +181,38 @@ func hostLogPath(getenv paths.Getenv) string {
 	return filepath.Join(paths.AgentDir(getenv), "pi-session", "host.jsonl")
 }
 
-// hello records the session's status: who runs it and where.
+// hello records the session's status: who runs it and where. The record
+// is replaced only when this session's process owns it (status.Update): a
+// record of another live process, one naming another session, or a corrupt
+// one is left alone, with a line in the host log.
 func (h *host) hello(p *hooks.Peer, spec hostSpec) {
 	hl := p.Hello
 	if hl.Client != "extension" || !status.ValidSessionID(hl.SessionID) {
 		return
 	}
-	r, err := h.store.Read(hl.SessionID)
+	self := h.identify(p.PID)
+	err := h.store.Update(hl.SessionID, self, func(r *status.Record) {
+		r.SessionFile, r.Cwd = hl.SessionFile, hl.Cwd
+		r.Role = status.RoleMain
+		if hl.Role == hooks.RoleChild {
+			r.Role = status.RoleChild
+		}
+		r.WrapperOwned, r.RelaunchMarker = p.Owned, ""
+		if p.Owned && spec.marker != nil {
+			r.RelaunchMarker = spec.marker(p.PID)
+		}
+		r.Version = Version()
+		r.SetProcess(self)
+		r.EndedAt, r.UpdatedAt, r.ExitStatus = nil, time.Time{}, nil
+		if r.Extra == nil {
+			r.Extra = map[string]json.RawMessage{}
+		}
+		r.Extra["piMode"], _ = json.Marshal(hl.Mode)
+	})
 	if err != nil {
-		r = &status.Record{SessionID: hl.SessionID}
-	}
-	r.SessionFile, r.Cwd = hl.SessionFile, hl.Cwd
-	r.Role = status.RoleMain
-	if hl.Role == hooks.RoleChild {
-		r.Role = status.RoleChild
-	}
-	r.WrapperOwned, r.RelaunchMarker = p.Owned, ""
-	if p.Owned && spec.marker != nil {
-		r.RelaunchMarker = spec.marker(p.PID)
-	}
-	r.PID, r.Version = p.PID, Version()
-	r.StartTicks, r.BootID, r.ProcessStart = 0, "", nil
-	if id, err := status.Identify(p.PID); err == nil {
-		r.SetProcess(id)
-	}
-	r.EndedAt, r.UpdatedAt = nil, time.Time{}
-	if r.Extra == nil {
-		r.Extra = map[string]json.RawMessage{}
-	}
-	r.Extra["piMode"], _ = json.Marshal(hl.Mode)
-	if err := h.store.Write(r); err != nil {
-		h.log.Warn("status record", "session", hl.SessionID, "err", err)
+		h.log.Warn("status record not written", "session", hl.SessionID, "pid", p.PID, "err", err)
+	} else {
+		h.said(p.PID, hl.SessionID)
 	}
 	h.prune.Do(func() {
 		go func() {
@@ -220,14 +226,58 @@ func (h *host) hello(p *hooks.Peer, spec hostSpec) {
 	})
 }
 
-// closed marks a session that said bye as ended.
+// identify returns the identity of process pid, remembered from its first
+// hello (its start time does not change; a pid reused later is another
+// process, which says hello again after the first closed).
+func (h *host) identify(pid int) status.Identity {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if id, ok := h.ids[pid]; ok {
+		return id
+	}
+	id, err := status.Identify(pid)
+	if err != nil {
+		id = status.Identity{PID: pid}
+	}
+	if h.ids == nil {
+		h.ids = map[int]status.Identity{}
+	}
+	h.ids[pid] = id
+	return id
+}
+
+// said notes that process pid wrote the record of session id.
+func (h *host) said(pid int, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions == nil {
+		h.sessions = map[int][]string{}
+	}
+	if !slices.Contains(h.sessions[pid], id) {
+		h.sessions[pid] = append(h.sessions[pid], id)
+	}
+}
+
+// sessionsOf returns the sessions process pid wrote records for, and
+// forgets them and its identity: the process has exited.
+func (h *host) sessionsOf(pid int) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ids := h.sessions[pid]
+	delete(h.sessions, pid)
+	delete(h.ids, pid)
+	return ids
+}
+
+// closed marks a session that said bye as ended, if its record is its
+// process's.
 func (h *host) closed(p *hooks.Peer, clean bool) {
 	hl := p.Hello
 	if !clean || hl.Client != "extension" || !status.ValidSessionID(hl.SessionID) {
 		return
 	}
-	if err := h.store.End(hl.SessionID, time.Now()); err != nil {
-		h.log.Warn("status record end", "session", hl.SessionID, "err", err)
+	if err := h.store.End(hl.SessionID, h.identify(p.PID), time.Now()); err != nil {
+		h.log.Warn("status record not ended", "session", hl.SessionID, "pid", p.PID, "err", err)
 	}
 }
 

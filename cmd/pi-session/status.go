@@ -15,9 +15,10 @@ import (
 const statusUsage = `usage: pi-session status [--all] [--json] [session-id-prefix]
 
 Shows every session that recorded a status: running, crashed, pid reused,
-unknown, and corrupt records (with their path). --all adds sessions that
-ended cleanly; a session id (or a prefix of one) shows only those sessions,
-whatever their state. --json prints the same as a JSON array.
+unknown, and corrupt or mismatched records (with their path and what is
+wrong: line, column and field). --all adds sessions that ended cleanly; a
+session id (or a prefix of one) shows only those sessions, whatever their
+state. --json prints the same as a JSON array.
 `
 
 // cmdStatus lists the sessions' status records.
@@ -95,7 +96,7 @@ func stateOrder(s status.State) int {
 		return 2
 	case status.Unknown:
 		return 3
-	case status.Corrupt:
+	case status.Corrupt, status.Mismatched:
 		return 4
 	}
 	return 5
@@ -112,16 +113,12 @@ func updated(e status.Entry) time.Time {
 
 func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	if e.Err != nil {
-		fmt.Fprintf(w, "%s  corrupt  %s\n", e.SessionID, e.Path)
+		fmt.Fprintf(w, "%s  %s  %s\n", e.SessionID, e.State, e.Path)
 		fmt.Fprintf(w, "  error    %v\n", e.Err)
 		return
 	}
 	r := e.Record
-	pid := "pid ?"
-	if r.PID > 0 {
-		pid = fmt.Sprintf("pid %d", r.PID)
-	}
-	fmt.Fprintf(w, "%s  %s  %s  updated %s ago", e.SessionID, e.State, pid, age(now.Sub(updated(e))))
+	fmt.Fprintf(w, "%s  %s  %s  updated %s ago", e.SessionID, e.State, r.PIDText(), age(now.Sub(updated(e))))
 	if r.ProcessStart != nil {
 		fmt.Fprintf(w, ", started %s ago", age(now.Sub(*r.ProcessStart)))
 	}
@@ -158,6 +155,12 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	}
 	if m := mode(r); m != "" {
 		line("mode", "%s", m)
+	}
+	if r.ExitStatus != nil {
+		line("exit", "status %d", *r.ExitStatus)
+	}
+	if r.Source == "supervisor" {
+		line("note", "written by pi-session: pi never said hello (its extension did not connect), so its session id is unknown")
 	}
 	line("record", "%s", e.Path)
 }
@@ -237,7 +240,7 @@ func summary(shown []status.Entry, hidden int) string {
 		counts[e.State]++
 	}
 	var parts []string
-	for _, s := range []status.State{status.Running, status.Crashed, status.PIDReused, status.Unknown, status.Corrupt, status.Exited} {
+	for _, s := range []status.State{status.Running, status.Crashed, status.PIDReused, status.Unknown, status.Corrupt, status.Mismatched, status.Exited} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

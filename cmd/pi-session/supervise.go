@@ -7,12 +7,14 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/relaunch"
+	"github.com/pi-session/pi-session/status"
 	"github.com/pi-session/pi-session/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +48,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()
+	if err := marker.CheckDir(markerDir); err != nil {
+		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
+	}
 
 	// The engine host serves every launch; pi's extension finds it through
 	// PI_SESSION_SOCKET. Without it pi still runs, as without pi-session's
@@ -68,6 +73,7 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		sup.Notice("cannot pass pi-session's extension to pi, pi runs without it: %v", err)
 	}
 
+	store := status.StoreFromEnv(inv.env.Get)
 	var history []time.Time
 	launchArgs, dir := args, ""
 	for {
@@ -75,8 +81,11 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		if err != nil {
 			return inv.errorf(exitOSErr, "%v", err)
 		}
+		// The marker is named after pi's parent, the PI_SESSION_WRAPPER_PID
+		// pi sees: pi-session without a PTY, its session leader with one
+		// (which renames both variables for pi, see supervisor.RunLeader).
 		markerPath := marker.Path(markerDir, os.Getpid(), launchID)
-		assignment := marker.Assignment{Path: markerPath, LaunchID: launchID}
+		var piID status.Identity
 		res, err := sup.Run(ctx, supervisor.Launch{
 			Path: pi,
 			Args: append(slices.Clone(extArgs), launchArgs...),
@@ -87,7 +96,15 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				marker.EnvLaunchID + "=" + launchID,
 				marker.EnvMarker + "=" + markerPath,
 			}, hostEnv...)...),
-			Started: func(pid int) { relauncher.Arm(pid, assignment) },
+			Started: func(pid, wrapperPID int) {
+				markerPath = marker.Path(markerDir, wrapperPID, launchID)
+				relauncher.Arm(pid, marker.Assignment{Path: markerPath, LaunchID: launchID, WrapperPID: wrapperPID})
+				id, idErr := status.Identify(pid)
+				if idErr != nil {
+					id = status.Identity{PID: pid}
+				}
+				piID = id
+			},
 		})
 		relauncher.Disarm()
 		if err != nil {
@@ -96,6 +113,15 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				return inv.errorf(se.Code, "cannot start %s: %v", pi, se.Err)
 			}
 			return inv.errorf(exitInternal, "%v", err)
+		}
+		cwd := dir
+		if cwd == "" {
+			cwd = workingDir(inv.env)
+		}
+		for _, err := range recordEnd(h, store, endedLaunch{launchID: launchID, pi: piID, cwd: cwd, marker: markerPath, mode: mode, res: res}) {
+			if h != nil {
+				h.log.Warn("status record not written at pi's end", "pid", res.PID, "err", err)
+			}
 		}
 		if res.Signal != 0 {
 			sup.Notice("%s", killedLine(res))

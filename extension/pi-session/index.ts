@@ -11,6 +11,8 @@ import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
+import { registerBudget } from "./budget.ts";
+import { registerRecap } from "./recap.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -38,6 +40,8 @@ type Describe = {
 	tokens: number;
 	contextTokens: number;
 	diagnostics: number;
+	problems?: { text: string }[];
+	rest?: string;
 	leafId: string;
 };
 
@@ -172,9 +176,11 @@ export default function (pi: ExtensionAPI) {
 				ctxReadActive,
 			};
 			const timeoutMs = 5000 + Math.ceil(bulk.length / (8 << 20)) * 1000;
-			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean }>(method, params, { bulk, signal: c.signal, timeoutMs });
+			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean; notice?: string }>(method, params, { bulk, signal: c.signal, timeoutMs });
 			const patch = answer?.result;
 			if (!patch) continue;
+			if (patch.notice) say(patch.notice, "warning"); // for the user: the engine says it once per outage
+			if (patch.content === undefined && patch.details === undefined && patch.isError === undefined) continue;
 			try {
 				if (patch.content) content = unpackBlocks(patch.content, answer.bulk);
 			} catch (e) {
@@ -188,7 +194,9 @@ export default function (pi: ExtensionAPI) {
 		return changed ? { content: content as any, details, isError } : undefined;
 	});
 
-	registerOffload(pi, kit.call);
+	registerOffload(pi, kit);
+	registerBudget(pi, kit);
+	registerRecap(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
@@ -246,18 +254,25 @@ export default function (pi: ExtensionAPI) {
 		const h = hello!;
 		const flags = [h.role, h.mode, h.subagent ? "subagent" : "", h.headless ? "headless" : "", info.owned ? "relaunch available" : ""].filter(Boolean);
 		row("session", `${h.sessionId} (${flags.join(", ")})`);
-		const d = await ask<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" });
-		if (!d) {
-			row("file", "session.describe failed");
+		let r: Describe;
+		try {
+			r = (await call<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" })).result;
+		} catch (e) {
+			row("file", `${c.sessionManager.getSessionFile() ?? "(in memory)"}`);
+			row("read", `session.describe failed: ${(e as EngineError).message}`);
 			return lines.join("\n");
 		}
-		const r = d.result;
 		row("file", r.exists ? r.sessionFile : `${r.sessionFile || "(in memory)"} (not written yet)`);
 		const usage = c.getContextUsage();
 		const piTokens = usage?.tokens == null ? "unknown" : String(usage.tokens);
 		row("read", `${r.entries} entries, branch ${r.branch}, ${r.messages} messages (${r.llmMessages} sent to the model)`);
 		row("tokens", `${r.contextTokens} in context (pi says ${piTokens}); ${r.tokens} estimated over the messages`);
-		if (r.diagnostics > 0) row("problems", `${r.diagnostics} lines pi would skip or tree defects`);
+		if (r.diagnostics > 0) {
+			row("problems", `${r.diagnostics} in the file: lines pi skips, tree defects, fields it cannot use as meant`);
+			for (const p of r.problems ?? []) lines.push(`            ${p.text}`);
+			const more = r.diagnostics - (r.problems?.length ?? 0);
+			if (more > 0 && r.rest) lines.push(`            ${more} more: ${r.rest}`);
+		}
 		return lines.join("\n");
 	};
 }

@@ -9,7 +9,7 @@ import { StringEnum } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import { Code, EngineError } from "./client.ts";
 
-import type { Call } from "./kit.ts";
+import type { Call, Kit } from "./kit.ts";
 
 type ToolAnswer = { text: string; details?: unknown };
 
@@ -17,7 +17,13 @@ type ToolAnswer = { text: string; details?: unknown };
 // as Pi Fabric's fabric_exec sets): their ctx_read results are program data.
 const nested = new Set<string>();
 
-export function registerOffload(pi: ExtensionAPI, call: Call) {
+export function registerOffload(pi: ExtensionAPI, kit: Kit) {
+	const call = kit.call;
+	// notifyOnStart, and the configuration's warnings: said once when a
+	// session starts, without holding the start up.
+	pi.on("session_start", () => {
+		void startNotice(kit);
+	});
 	pi.on("tool_call", (event) => {
 		if (event.parentToolCallId) nested.add(event.toolCallId);
 		return undefined;
@@ -99,6 +105,17 @@ export function registerOffload(pi: ExtensionAPI, call: Call) {
 			show(ctx, await ce(call, args));
 		},
 	});
+}
+
+// startNotice shows the engine's word at session start: the notice
+// notifyOnStart asks for (only with a UI: print and json runs stay quiet)
+// and the warnings of .pi/context-engineer.json.
+export async function startNotice(kit: Kit): Promise<void> {
+	if (!(await kit.ready(5000))) return;
+	const a = await kit.ask<{ notice?: string; warning?: string }>("offload.start");
+	if (!a) return;
+	if (a.result.notice && !kit.hello()?.headless) kit.say(a.result.notice, "info");
+	if (a.result.warning) kit.say(a.result.warning, "warning");
 }
 
 // ce runs one /ce subcommand and returns the text to show.

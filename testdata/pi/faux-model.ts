@@ -7,6 +7,12 @@
 //                  step: {"text": "..."}                       answer with text
 //                        {"tool": "name", "args": {...}}       call one tool
 //                        {"tools": [{"tool","args"}, ...]}     call tools in parallel
+//                        {"error": "..."}                      fail with this provider error
+//                                                              (e.g. "prompt is too long: ..." is
+//                                                              a context overflow to pi)
+//                  Any step may add "pad": N, a text block of about N
+//                  tokens (4N characters) that grows the context and the
+//                  reported usage by that much.
 //                  Text and tool arguments may use ${lastUser},
 //                  ${lastToolResult} and ${lastHandle} (the last ce_ handle
 //                  a tool result or user message mentioned).
@@ -20,11 +26,28 @@
 //                  {"n", "pid", "messages", "tools"}
 //   FAUX_PROVIDER, FAUX_MODEL, FAUX_MODEL_NAME, FAUX_CONTEXT_WINDOW
 //                  the provider/model names (default faux/faux-1)
-import { fauxAssistantMessage, fauxProvider, fauxToolCall } from "@earendil-works/pi-ai";
+//   FAUX_RECAP     answers of a second, cheap model for recaps, registered
+//                  only when this is set: a comma-separated list used in
+//                  order, the last repeated (counted through
+//                  FAUX_RECAP_LOG across processes):
+//                    good     {"recap","next"} about the transcript it got
+//                    hostile  the same in a fence, with chatter, terminal
+//                             escapes and a "Next:" prefix
+//                    fail     a provider error (503)
+//                    garbage  text without JSON
+//                    length   JSON cut by the token limit
+//                    slow     waits until the request is aborted (or 60 s),
+//                             then answers good
+//   FAUX_RECAP_PROVIDER, FAUX_RECAP_MODEL
+//                  its names (default faux-recap/recap-1; reasoning, and an
+//                  output cost of $0.10 per million tokens)
+//   FAUX_RECAP_LOG JSONL file; one line per request the recap model got:
+//                  {"n", "pid", "model", "systemPrompt", "messages", "reasoning", "maxTokens"}
+import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as fs from "node:fs";
 
-type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[] };
+type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[]; error?: string; pad?: number };
 type Scenario = { steps?: Step[]; repeat?: boolean; fallback?: string };
 
 function loadScenario(): Scenario {
@@ -86,6 +109,7 @@ function demoStep(messages: any[]) {
 	const lastMsg = messages[messages.length - 1];
 	if (lastMsg?.role === "toolResult") {
 		const text = textOf(lastMsg.content);
+		if (lastMsg.toolName === "context_handoff") return fauxAssistantMessage(`Done: ${text.split(" End your turn")[0]}`);
 		const handle = /ce_[0-9a-f]{8,}/.exec(text)?.[0];
 		if (lastMsg.toolName === "bash" && handle) {
 			return fauxAssistantMessage([fauxToolCall("ctx_read", { id: handle, query: "ERROR" })], { stopReason: "toolUse" });
@@ -104,6 +128,21 @@ function demoStep(messages: any[]) {
 		return fauxAssistantMessage(`The tool returned ${text.length} characters inline (the offload engine keeps results under 16 KB as they are).`);
 	}
 	const user = last(messages, "user");
+	if (user.startsWith("[/handoff]")) {
+		const asked = messages.filter((m: any) => m.role === "user").map((m: any) => textOf(m.content)).filter((t: string) => !t.startsWith("[/handoff]"));
+		const instructions = /The user's instructions for this handoff: (.*)/.exec(user)?.[1] ?? "";
+		return fauxAssistantMessage(
+			[
+				fauxToolCall("context_handoff", {
+					goal: asked.length ? `Continue the demo; the user asked: "${asked[asked.length - 1]}"` : "Continue the demo",
+					next_step: instructions ? `Tell the user the session continued in a fresh process, then: ${instructions}` : "Tell the user the session continued in a fresh process.",
+					facts: "The demo runs offline with a scripted model; nothing else was verified.",
+					user_constraints: asked.join("\n"),
+				}),
+			],
+			{ stopReason: "toolUse" },
+		);
+	}
 	if (/\blog\b/i.test(user) && !/^continue from /.test(user.trim())) {
 		return fauxAssistantMessage([fauxToolCall("bash", { command: DEMO_LOG_COMMAND })], { stopReason: "toolUse" });
 	}
@@ -174,17 +213,87 @@ export default function (pi: ExtensionAPI) {
 				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "");
 		const substArgs = (v: unknown): unknown =>
 			typeof v === "string" ? subst(v) : Array.isArray(v) ? v.map(substArgs) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substArgs(x)])) : v;
+		const pad = step?.pad ? [fauxText("padding ".repeat(Math.ceil(step.pad / 2)))] : [];
+		if (step?.error !== undefined) return fauxAssistantMessage([], { stopReason: "error", errorMessage: step.error });
 		if (step?.tools || step?.tool) {
 			const calls = step.tools ?? [{ tool: step.tool!, args: step.args }];
 			return fauxAssistantMessage(
-				calls.map((c) => fauxToolCall(c.tool, substArgs(c.args ?? {}) as Record<string, unknown>)),
+				[...pad, ...calls.map((c) => fauxToolCall(c.tool, substArgs(c.args ?? {}) as Record<string, unknown>))],
 				{ stopReason: "toolUse" },
 			);
 		}
-		if (step?.text !== undefined) return fauxAssistantMessage(subst(step.text));
+		if (step?.text !== undefined) return fauxAssistantMessage([...pad, fauxText(subst(step.text))]);
 		if (scenario.fallback === "demo") return demoStep(messages);
 		return fauxAssistantMessage("faux: " + last(messages, "user"));
 	};
 	faux.setResponses([respond]);
 	pi.registerProvider(faux.provider);
+	if (process.env.FAUX_RECAP) registerRecapModel(pi);
+}
+
+// registerRecapModel registers the scripted recap model (FAUX_RECAP).
+function registerRecapModel(pi: ExtensionAPI) {
+	const answers = (process.env.FAUX_RECAP ?? "good").split(",").map((a) => a.trim()).filter(Boolean);
+	const provider = process.env.FAUX_RECAP_PROVIDER ?? "faux-recap";
+	const modelId = process.env.FAUX_RECAP_MODEL ?? "recap-1";
+	const faux = fauxProvider({
+		provider,
+		api: provider,
+		models: [{ id: modelId, name: "Scripted recap model", reasoning: true, cost: { input: 0.05, output: 0.1, cacheRead: 0, cacheWrite: 0 } }],
+	});
+	let local = 0;
+	const respond = async (context: any, options: any) => {
+		faux.appendResponses([respond]);
+		const log = process.env.FAUX_RECAP_LOG;
+		let n = local++;
+		if (log) {
+			try {
+				n = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.length > 0).length;
+			} catch {
+				n = 0;
+			}
+			const line = { n, pid: process.pid, model: `${provider}/${modelId}`, systemPrompt: context.systemPrompt, messages: context.messages, reasoning: options?.reasoning ?? null, maxTokens: options?.maxTokens ?? null };
+			fs.appendFileSync(log, JSON.stringify(line) + "\n", { mode: 0o600 });
+		}
+		const kind = answers[Math.min(n, answers.length - 1)];
+		const transcript = last(context.messages ?? [], "user");
+		switch (kind) {
+			case "fail":
+				return fauxAssistantMessage("", { stopReason: "error", errorMessage: "scripted recap failure: 503 Service Unavailable" });
+			case "garbage":
+				return fauxAssistantMessage("I would rather not write JSON today.");
+			case "length":
+				return fauxAssistantMessage('{"recap": "Ran the', { stopReason: "length" });
+			case "hostile":
+				return fauxAssistantMessage(
+					"Sure! Here is the recap you asked for:\n```json\n" +
+						JSON.stringify({ recap: "\u001b[31mRan the scripted tools\u001b[0m and \u001b]8;;https://example.com\u0007checked\u001b]8;;\u0007 the output.", next: "Next: run make test" }) +
+						"\n```\nHope this helps!",
+				);
+			case "slow":
+				await new Promise<void>((resolve) => {
+					const t = setTimeout(resolve, 60_000);
+					options?.signal?.addEventListener("abort", () => {
+						clearTimeout(t);
+						resolve();
+					});
+				});
+				return fauxAssistantMessage(JSON.stringify(goodRecap(transcript)));
+			default:
+				return fauxAssistantMessage(JSON.stringify(goodRecap(transcript)));
+		}
+	};
+	faux.setResponses([respond]);
+	pi.registerProvider(faux.provider);
+}
+
+// goodRecap is the scripted recap of a transcript: the first request and
+// the tools the run called.
+function goodRecap(transcript: string): { recap: string; next: string } {
+	const ask = /^USER: (.*)$/m.exec(transcript)?.[1]?.trim() ?? "the request";
+	const tools = [...transcript.matchAll(/^TOOL CALL ([^:]+):/gm)].map((m) => m[1]);
+	const unique = [...new Set(tools)];
+	const quoted = ask.length > 60 ? ask.slice(0, 57) + "..." : ask;
+	const did = tools.length > 0 ? `Ran ${tools.length} tool call${tools.length === 1 ? "" : "s"} (${unique.join(", ")}) for "${quoted}"` : `Answered "${quoted}"`;
+	return { recap: `${did}; the run finished without errors.`, next: "Review the answer and continue with the next task." };
 }

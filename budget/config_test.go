@@ -1,0 +1,107 @@
+package budget
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		mode     string
+		errs     []string // keys: message fragments
+	}{
+		{"empty object", `{}`, ModeObserve, nil},
+		{"enforce", `{"mode":"enforce"}`, ModeEnforce, nil},
+		{"full", `{"mode":"enforce","resumeChecks":{"coord":"bash /x.sh"},"overflowRecovery":false,"main":{"soft":1,"handoff":2,"hard":3,"minProgress":1},"subagent":{"soft":1,"handoff":2,"hard":3,"minProgress":1},"models":{"p/m":{"main":{"hard":5}}},"enforceCwds":["/w","/x/**"],"idleMinutes":1.5,"idleMinTokens":10,"keepRecentTokens":10,"maxHandoffsPerSession":3,"loop":{"maxHandoffsWithoutProgress":1,"withinTurns":2},"handoffGrace":{"enabled":false,"calls":1,"fraction":1}}`, ModeEnforce, nil},
+		{"not JSON", `{`, ModeObserve, []string{": not a JSON object"}},
+		{"bad mode", `{"mode":"strict"}`, ModeObserve, []string{`mode: must be "off", "observe" or "enforce", got "strict"`}},
+		{"negative", `{"mode":"enforce","main":{"soft":-1,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main.soft: must be a positive finite number, got -1"}},
+		{"order", `{"mode":"enforce","main":{"soft":5,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main: soft <= handoff <= hard is required"}},
+		{"missing key", `{"main":{"soft":1,"handoff":2,"hard":3}}`, ModeObserve, []string{"main.minProgress: missing"}},
+		{"count not integer", `{"mode":"enforce","maxHandoffsPerSession":1.5}`, ModeObserve, []string{"maxHandoffsPerSession: must be a positive integer"}},
+		{"fraction", `{"mode":"enforce","handoffGrace":{"fraction":1.5}}`, ModeObserve, []string{"handoffGrace.fraction: must be greater than 0 and at most 1"}},
+		{"relative cwd", `{"mode":"enforce","enforceCwds":["~/w"]}`, ModeObserve, []string{"enforceCwds[0]: must be an absolute path"}},
+		{"model order", `{"mode":"enforce","models":{"p/m":{"main":{"soft":900000}}}}`, ModeObserve, []string{"models.p/m.main: merged with main"}},
+		{"model key", `{"mode":"enforce","models":{"m":{"main":{"soft":1}}}}`, ModeObserve, []string{"models.m: model keys are exact provider/model-id"}},
+		{"unknown key warns", `{"mode":"enforce","colour":"red"}`, ModeEnforce, []string{"colour: unknown key"}},
+		{"resume empty", `{"resumeChecks":{"a":""}}`, ModeObserve, []string{"resumeChecks.a: must be a nonempty command string"}},
+	} {
+		cfg, errs := ParseConfig([]byte(c.in))
+		if cfg.Mode != c.mode {
+			t.Errorf("%s: mode %s, want %s (%v)", c.name, cfg.Mode, c.mode, errs)
+		}
+		if len(errs) != len(c.errs) {
+			t.Errorf("%s: errors %v, want %v", c.name, errs, c.errs)
+			continue
+		}
+		for i, e := range errs {
+			if !strings.Contains(e.Error(), c.errs[i]) {
+				t.Errorf("%s: error %q lacks %q", c.name, e.Error(), c.errs[i])
+			}
+		}
+	}
+}
+
+func TestThresholdsForModel(t *testing.T) {
+	cfg, errs := ParseConfig([]byte(`{"models":{"p/m":{"main":{"hard":700000},"subagent":{"soft":1000,"handoff":2000,"hard":3000,"minProgress":10}}}}`))
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if got := cfg.ThresholdsFor(false, "p/m"); got != (Thresholds{Soft: 300000, Handoff: 400000, Hard: 700000, MinProgress: 50000}) {
+		t.Errorf("main: %+v", got)
+	}
+	if got := cfg.ThresholdsFor(true, "p/m"); got != (Thresholds{Soft: 1000, Handoff: 2000, Hard: 3000, MinProgress: 10}) {
+		t.Errorf("subagent: %+v", got)
+	}
+	if got := cfg.ThresholdsFor(true, "other/x"); got != Default().Subagent {
+		t.Errorf("other model: %+v", got)
+	}
+}
+
+func TestEnforceCwds(t *testing.T) {
+	cfg := Config{Mode: ModeEnforce, EnforceCwds: []string{"/work/repo", "/src/**/svc-*", "/a/{b,c}/d"}}
+	for _, c := range []struct {
+		cwd  string
+		want string
+	}{
+		{"/work/repo", ModeEnforce},
+		{"/work/repo/sub", ModeEnforce},
+		{"/work/repo2", ModeObserve},
+		{"/src/x/y/svc-api", ModeEnforce},
+		{"/src/svc-api", ModeEnforce},
+		{"/src/x/svc-api/deeper", ModeObserve},
+		{"/a/c/d", ModeEnforce},
+		{"/a/e/d", ModeObserve},
+	} {
+		if got, _ := cfg.Effective(c.cwd); got != c.want {
+			t.Errorf("Effective(%s) = %s, want %s", c.cwd, got, c.want)
+		}
+	}
+	cfg.EnforceCwds = []string{}
+	if got, why := cfg.Effective("/work/repo"); got != ModeObserve || why != "cwd restriction" {
+		t.Errorf("empty enforceCwds: %s %s", got, why)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"mode":"enforce","main":{"soft":1,"handoff":2,"hard":3,"minProgress":1}}`))
+	f.Add([]byte(`{"enforceCwds":["/a/{b,c}/[x-z]*"]}`))
+	f.Add([]byte(`{"models":{"p/m":{"main":{"soft":1e308}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, errs := ParseConfig(data)
+		invalid := false
+		for _, e := range errs {
+			invalid = invalid || !e.Warning
+		}
+		if invalid && cfg.Mode != ModeObserve {
+			t.Fatalf("invalid configuration kept mode %s: %v", cfg.Mode, errs)
+		}
+		for _, th := range []Thresholds{cfg.Main, cfg.Subagent} {
+			if th.Soft > th.Handoff || th.Handoff > th.Hard || th.Soft <= 0 {
+				t.Fatalf("thresholds out of order: %+v", th)
+			}
+		}
+		cfg.Effective("/some/cwd")
+	})
+}

@@ -1,0 +1,178 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleMetadata() Metadata {
+	return Metadata{
+		SessionID: "0198a2b4-5f2d-74b1-9cd8-17718871d66e", N: 2, Source: SourceBudget,
+		CreatedAt:       time.Date(2026, 11, 30, 8, 27, 57, 0, time.UTC),
+		Cwd:             "/home/u/repo",
+		SessionFile:     "/home/u/.pi/agent/sessions/--home-u-repo--/s.jsonl",
+		PreviousHandoff: "/home/u/repo/.ai-work/handoffs/0198a2b4-5f2d-74b1-9cd8-17718871d66e-1.md",
+		Repo: &RepoState{Root: "/home/u/repo", Branch: "main", Head: "1f86e0f0b2c3d4e5f60718293a4b5c6d7e8f9012", Upstream: "origin/main",
+			Ahead: 2, Dirty: 2, Changes: []string{" M budget/core.go", "?? budget/new.go"}, Known: true},
+		Repos: []RepoState{
+			{Root: "/home/u/repo", Branch: "main", Head: "1f86e0f0b2c3d4e5f60718293a4b5c6d7e8f9012", Upstream: "origin/main", Ahead: 2, Dirty: 2, Known: true},
+			{Root: "/home/u/other", Error: "deadline"},
+		},
+		UserMessages: []string{"fix the flaky test", "do not touch the public API\nand keep commits small"},
+		Resume:       &ResumeResult{Label: "bash /abs/check.sh", Output: "ci: green\n", ExitCode: 0},
+		Lint:         []string{".ai-work/task/STATE.md predates the latest state-changing tool call"},
+		Discarded:    []string{"/home/u/repo/.ai-work/handoffs/x-1.md (a new run started)"},
+		Integrations: []string{"pending jobs/watches: unavailable (no pi-jobs registry in this process)"},
+	}
+}
+
+func sampleArgs() Args {
+	return Args{
+		Goal:            "Make the budget engine's e2e test pass; the user asked: \"keep the session bounded\".",
+		NextStep:        "Run go test ./e2e -run Budget and read the first failure.",
+		Facts:           "HEAD 1f86e0f; go test ./budget passes.",
+		UserConstraints: "Never push to main.",
+		Hypotheses:      "The faux model's usage is too small to cross soft.",
+		FilesToRead:     []string{"/home/u/repo/.ai-work/task/STATE.md"},
+		WatchActions:    []WatchAction{{ID: "job-1", Target: "CI run 42", OnComplete: "read the result and continue"}},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	cases := map[string]func() (Args, Metadata){
+		"handoff-basic.md": func() (Args, Metadata) { return sampleArgs(), sampleMetadata() },
+		"handoff-minimal.md": func() (Args, Metadata) {
+			m := Metadata{SessionID: "s", N: 1, Source: SourceManual, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Cwd: "/tmp/x"}
+			return Args{Goal: "g", NextStep: "n", Facts: "f"}, m
+		},
+		"handoff-oversize-sections.md": func() (Args, Metadata) {
+			m := sampleMetadata()
+			m.UserMessages = nil
+			for i := 0; i < 40; i++ {
+				m.UserMessages = append(m.UserMessages, fmt.Sprintf("request %02d: %s", i, strings.Repeat("word ", 30)))
+			}
+			m.UserMessages = append(m.UserMessages, strings.Repeat("a huge pasted log line\n", 400))
+			m.Repo.Changes = nil
+			for i := 0; i < 50; i++ {
+				m.Repo.Changes = append(m.Repo.Changes, fmt.Sprintf(" M src/file_%03d_with_a_long_name_%s.go", i, strings.Repeat("x", 20)))
+			}
+			m.Repo.Dirty = 50
+			for i := 0; i < 12; i++ {
+				m.Repos = append(m.Repos, RepoState{Root: "/w/" + strings.Repeat("deep/", 80) + fmt.Sprint(i), Branch: "b", Head: "abc", Known: true})
+			}
+			m.Resume = &ResumeResult{Label: "check", Output: strings.Repeat("0123456789abcdef\n", 600), ExitCode: 3}
+			for i := 0; i < 20; i++ {
+				m.Lint = append(m.Lint, strings.Repeat("lint ", 100))
+			}
+			return sampleArgs(), m
+		},
+		"handoff-long-constraints.md": func() (Args, Metadata) {
+			a := sampleArgs()
+			var b strings.Builder
+			for i := 0; b.Len() < 20<<10; i++ {
+				fmt.Fprintf(&b, "Constraint %d: keep this exact wording, including its tail marker END%d.\n", i, i)
+			}
+			a.UserConstraints = b.String()
+			return a, sampleMetadata()
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, m := mk()
+			doc, err := Render(a, m, DefaultDocLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(doc) > DocumentCap {
+				t.Errorf("document of %d bytes, over the cap", len(doc))
+			}
+			if a.UserConstraints != "" && !strings.Contains(doc, strings.TrimRight(a.UserConstraints, "\n")) {
+				t.Errorf("user constraints were not kept verbatim")
+			}
+			golden(t, name, []byte(doc))
+		})
+	}
+}
+
+func TestRenderOversizeIsAnError(t *testing.T) {
+	a := sampleArgs()
+	a.Facts = strings.Repeat("fact ", 3000)
+	_, err := Render(a, sampleMetadata(), DefaultDocLimits)
+	var oe *OversizeError
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "facts 15000") || !strings.Contains(err.Error(), "budget of 12288") {
+		t.Errorf("oversize narrative: %v", err)
+	}
+	a = sampleArgs()
+	a.UserConstraints = strings.Repeat("must ", 12000)
+	_, err = Render(a, sampleMetadata(), DefaultDocLimits)
+	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "never cut") || !strings.Contains(err.Error(), "over the cap of 53248") {
+		t.Errorf("oversize constraints: %v", err)
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	for _, c := range []struct {
+		name, in string
+		want     []string // substrings of the error; nil: valid
+	}{
+		{"valid", `{"goal":"g","next_step":"n","facts":"f","files_to_read":["notes.md","/abs/a.md"]}`, nil},
+		{"missing required", `{"goal":"g"}`, []string{"next_step: required", "facts: required"}},
+		{"empty goal", `{"goal":"  ","next_step":"n","facts":"f"}`, []string{"goal: required"}},
+		{"wrong type", `{"goal":5,"next_step":"n","facts":["a"]}`, []string{"goal: must be a string, got 5", `facts: must be a string, got ["a"]`}},
+		{"not an object", `[1]`, []string{"must be a JSON object"}},
+		{"unknown", `{"goal":"g","next_step":"n","facts":"f","nextstep":"x"}`, []string{"nextstep: unknown argument"}},
+		{"files not array", `{"goal":"g","next_step":"n","facts":"f","files_to_read":"a.md"}`, []string{"files_to_read: must be an array"}},
+		{"watch missing", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a"}]}`, []string{"watch_actions[0].target: required", "watch_actions[0].on_complete: required"}},
+		{"watch too long", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a","target":"` + long + `","on_complete":"c"}]}`, []string{"watch_actions[0].target: 400 characters, at most 300", "…(400 chars)"}},
+		{"watch dup", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a","target":"t","on_complete":"c"},{"id":"a","target":"t","on_complete":"c"}]}`, []string{"watch_actions[1].id: duplicate id a"}},
+		{"long value echoed clipped", `{"goal":"g","next_step":"n","facts":{"x":"` + long + `"}}`, []string{"facts: must be a string", "…(408 chars)"}},
+	} {
+		a, err := ParseArgs([]byte(c.in), "/w")
+		if c.want == nil {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			} else if a.FilesToRead[0] != "/w/notes.md" {
+				t.Errorf("%s: relative path resolved to %q", c.name, a.FilesToRead[0])
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error lacks %q:\n%v", c.name, w, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "call context_handoff again") {
+			t.Errorf("%s: error does not ask for a corrected call", c.name)
+		}
+	}
+}
+
+func FuzzParseArgs(f *testing.F) {
+	f.Add([]byte(`{"goal":"g","next_step":"n","facts":"f","files_to_read":["a"],"watch_actions":[{"id":"a","target":"t","on_complete":"c"}]}`))
+	f.Add([]byte(`{"goal":null}`))
+	f.Add([]byte(`{"watch_actions":[{"id":"a","id":"b"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := ParseArgs(data, "/w")
+		if err != nil {
+			if len(err.Error()) > 8*600+400 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if a.Goal == "" || a.NextStep == "" || a.Facts == "" {
+			t.Fatalf("valid args without a required field: %+v", a)
+		}
+		doc, err := Render(a, Metadata{SessionID: "s", N: 1}, DefaultDocLimits)
+		if err == nil && len(doc) > DocumentCap {
+			t.Fatalf("document of %d bytes", len(doc))
+		}
+	})
+}

@@ -1,0 +1,883 @@
+package budget
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/rotate"
+	"github.com/pi-session/pi-session/session"
+	"github.com/pi-session/pi-session/status"
+)
+
+// Peer is who calls: the session as its hello says, and whether an owned
+// wrapper can relaunch it.
+type Peer struct {
+	SessionID   string
+	SessionFile string
+	SessionName string
+	Cwd         string
+	Subagent    bool // a subagent session or an SDK child: subagent thresholds
+	Wrapper     bool // an owned wrapper can relaunch this session's pi
+	Mode        string
+}
+
+// SessionReader brings a session file up to date and calls fn with it
+// (hooks.Sessions.With in the host).
+type SessionReader func(path string, fn func(*session.File) error) error
+
+// ArmFunc asks the wrapper to arm the relaunch from a handoff; it returns
+// the marker path.
+type ArmFunc func(handoff, launchPrompt string) (string, error)
+
+// Options configure an Engine.
+type Options struct {
+	Getenv   paths.Getenv
+	Now      func() time.Time
+	Sessions SessionReader
+	Logger   *slog.Logger
+	Git      bool // collect git metadata (tests may turn it off)
+}
+
+// Engine is the budget engine of one host: per-session policy state,
+// telemetry and the handoff files.
+type Engine struct {
+	opt    Options
+	events *rotate.Log
+	turns  *rotate.Log
+	store  *status.Store
+
+	mu       sync.Mutex
+	sessions map[string]*sess
+	writes   sync.WaitGroup
+	flush    chan struct{} // closed by Close: pending status writes go at once
+	closed   sync.Once
+}
+
+// statusInterval is the least time between two status writes of a session.
+const statusInterval = time.Second
+
+// New opens the engine's logs (lazily; nothing is written until used).
+func New(opt Options) (*Engine, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	dir := paths.StateDir(opt.Getenv)
+	ev, err := rotate.New(filepath.Join(dir, "events.jsonl"), rotate.Events)
+	if err != nil {
+		return nil, err
+	}
+	tu, err := rotate.New(filepath.Join(dir, "turns.jsonl"), rotate.Turns)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opt: opt, events: ev, turns: tu, store: status.NewStore(dir), sessions: map[string]*sess{}, flush: make(chan struct{})}, nil
+}
+
+// SetSessions sets how session files are read (the host's cache).
+func (e *Engine) SetSessions(r SessionReader) {
+	e.mu.Lock()
+	e.opt.Sessions = r
+	e.mu.Unlock()
+}
+
+// Close waits for pending status writes and closes the logs.
+func (e *Engine) Close() error {
+	e.closed.Do(func() { close(e.flush) })
+	e.writes.Wait()
+	e.events.Close()
+	return e.turns.Close()
+}
+
+// sess is one session's engine state.
+type sess struct {
+	mu        sync.Mutex
+	peer      Peer
+	arm       ArmFunc
+	model     string
+	loaded    Loaded
+	mode      string // effective
+	reason    string // why effective differs from configured
+	state     State
+	limits    Limits
+	restored  Restored
+	last      HandoffDetails // the last handoff written
+	lastAt    time.Time
+	discarded []string
+	settledAt time.Time
+	resume    string // the resume check command
+	statusMu  sync.Mutex
+	dirty     bool
+	writing   bool
+}
+
+// projected reports whether the policy only previews (observe mode).
+func (s *sess) projected() bool { return s.mode != ModeEnforce }
+
+// Session returns the session's state, creating it on first use.
+func (e *Engine) session(p Peer, arm ArmFunc) *sess {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[p.SessionID]
+	if s == nil {
+		s = &sess{peer: p}
+		e.sessions[p.SessionID] = s
+	}
+	s.peer, s.arm = p, arm
+	return s
+}
+
+// Forget drops a session (it said bye).
+func (e *Engine) Forget(sessionID string) {
+	e.mu.Lock()
+	delete(e.sessions, sessionID)
+	e.mu.Unlock()
+}
+
+// configure (re)loads the configuration and recomputes mode and limits.
+// It logs each configuration error and each mode change.
+func (e *Engine) configure(s *sess) {
+	l := LoadConfig(ConfigPath(e.opt.Getenv))
+	prevMode, prevErrs := s.mode, fmt.Sprint(s.loaded.Errors)
+	s.loaded = l
+	mode, reason := l.Config.Effective(s.peer.Cwd)
+	if l.Invalid() {
+		reason = "invalid configuration"
+	}
+	if fmt.Sprint(l.Errors) != prevErrs {
+		for _, ce := range l.Errors {
+			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path})
+		}
+	}
+	s.mode, s.reason = mode, reason
+	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	s.resume = ResumeCommand(e.opt.Getenv, l.Config, s.peer.SessionName)
+	if prevMode != "" && prevMode != mode {
+		e.event(s, "mode_changed", map[string]any{"from": prevMode, "to": mode, "configured": l.Config.Mode, "reason": reason})
+		if mode == ModeEnforce || prevMode == ModeEnforce {
+			// Preview-only commits and latches are discarded when
+			// enforcement starts; a pending draft is lost either way.
+			if s.state.Pending.Path != "" && !s.projected() {
+				s.discarded = append(s.discarded, s.state.Pending.Path+" (mode change)")
+			}
+			old := s.state
+			s.state = State{Turn: old.Turn, Tokens: old.Tokens, TokensKnown: old.TokensKnown, Floor: old.Floor, FloorKnown: old.FloorKnown,
+				Commits: s.restored.Commits + old.Commits - min(old.Commits, s.restored.Commits), IdleCommits: old.IdleCommits}
+			if prevMode == ModeEnforce {
+				s.state.Commits = old.Commits
+			}
+			s.state = settlePhase(s.state, s.limits)
+		}
+	}
+}
+
+// Footer is the text the extension shows in pi's footer.
+func (s *sess) footer() string {
+	configured := s.loaded.Config.Mode
+	if s.loaded.Invalid() {
+		configured = "invalid"
+	}
+	if configured == s.mode {
+		return "budget: " + s.mode
+	}
+	return fmt.Sprintf("context-budget: configured %s, effective %s (%s)", configured, s.mode, s.reason)
+}
+
+// event appends one line to events.jsonl; failures are logged, never returned.
+func (e *Engine) event(s *sess, name string, fields map[string]any) {
+	rec := map[string]any{"ts": e.opt.Now().UTC().Format(time.RFC3339Nano), "event": name}
+	if s != nil {
+		rec["sessionId"] = s.peer.SessionID
+		rec["mode"] = s.mode
+		rec["phase"] = s.state.Phase
+		if s.state.TokensKnown {
+			rec["tokens"] = s.state.Tokens
+		}
+	}
+	for k, v := range fields {
+		rec[k] = v
+	}
+	if err := e.events.AppendJSON(rec); err != nil {
+		e.opt.Logger.Warn("budget events", "err", err)
+	}
+}
+
+// apply runs the policy on o. In observe mode every effect becomes a
+// would_* event and nothing is carried out (the returned effects are
+// those to carry out); a manual handoff is carried out in every mode.
+func (e *Engine) apply(s *sess, o Observation) []Effect {
+	var fx []Effect
+	s.state, fx = Step(s.state, s.limits, o)
+	var live []Effect
+	manual := s.state.Manual || s.state.Pending.Source == SourceManual
+	for _, f := range fx {
+		name := f.Kind
+		carry := !s.projected() || (manual && (f.Kind == EffWritten || f.Kind == EffCommit || f.Kind == EffRelaunch ||
+			f.Kind == EffShutdown || f.Kind == EffDiscard || (f.Kind == EffBlock && f.Reason == "pending") ||
+			(f.Kind == EffContinue && f.Reason == "manual") || f.Source == SourceManual))
+		if s.mode == ModeOff && !carry {
+			continue
+		}
+		if !carry {
+			name = "would_" + name
+		} else {
+			live = append(live, f)
+		}
+		if f.Kind == EffGrace && carry {
+			name = f.Kind
+		}
+		fields := map[string]any{}
+		if f.Reason != "" {
+			fields["reason"] = f.Reason
+		}
+		if f.Handoff != "" {
+			fields["handoff"] = f.Handoff
+		}
+		if f.Source != "" {
+			fields["source"] = f.Source
+		}
+		if f.Kind == EffDiscard && carry {
+			s.discarded = append(s.discarded, f.Handoff+" ("+f.Reason+")")
+		}
+		e.event(s, name, fields)
+	}
+	e.writeStatus(s)
+	return live
+}
+
+// writeStatus records the session's budget fields in its status record,
+// in the background, coalescing writes.
+func (e *Engine) writeStatus(s *sess) {
+	if !status.ValidSessionID(s.peer.SessionID) {
+		return
+	}
+	s.statusMu.Lock()
+	s.dirty = true
+	if s.writing {
+		s.statusMu.Unlock()
+		return
+	}
+	s.writing = true
+	s.statusMu.Unlock()
+	e.writes.Add(1)
+	go func() {
+		defer e.writes.Done()
+		for {
+			s.statusMu.Lock()
+			if !s.dirty {
+				s.writing = false
+				s.statusMu.Unlock()
+				return
+			}
+			s.dirty = false
+			s.statusMu.Unlock()
+			s.mu.Lock()
+			fields := s.statusFields()
+			s.mu.Unlock()
+			// Patch, not Read then Write: a bye's end written meanwhile stays.
+			err := e.store.Patch(s.peer.SessionID, func(r *status.Record) {
+				if r.Cwd == "" && r.SessionFile == "" {
+					r.Cwd, r.SessionFile = s.peer.Cwd, s.peer.SessionFile
+				}
+				fields(r)
+				r.UpdatedAt = time.Time{}
+			})
+			if err != nil {
+				e.opt.Logger.Warn("budget status", "session", s.peer.SessionID, "err", err)
+			}
+			// At most one durable write a second per session: later
+			// changes wait (and coalesce) unless the engine is closing.
+			select {
+			case <-time.After(statusInterval):
+			case <-e.flush:
+			}
+		}
+	}()
+}
+
+// statusFields returns a function setting the seed's budget fields of a
+// record from s (called with s.mu held).
+func (s *sess) statusFields() func(*status.Record) {
+	st, lim := s.state, s.limits
+	eff := st.Thresholds(lim)
+	model, mode, configured, projected, last, lastAt, reason := s.model, s.mode, s.loaded.Config.Mode, s.projected(), s.last.Path, s.lastAt, s.reason
+	return func(r *status.Record) {
+		r.Model = model
+		r.Tokens, r.Floor = nil, nil
+		if st.TokensKnown {
+			r.Tokens = ptr(st.Tokens)
+		}
+		if st.FloorKnown {
+			r.Floor = ptr(st.Floor)
+		}
+		t := lim.Thresholds
+		r.Thresholds = &status.Thresholds{Soft: int64(t.Soft), Handoff: int64(t.Handoff), Hard: int64(t.Hard), MinProgress: int64(t.MinProgress)}
+		r.EffectiveThresholds = &status.Thresholds{Soft: int64(eff.Soft), Handoff: int64(eff.Handoff), Hard: int64(eff.Hard), MinProgress: int64(t.MinProgress)}
+		if last != "" {
+			r.LastHandoff = last
+			at := lastAt.UTC()
+			r.LastHandoffAt = &at
+		}
+		r.HandoffCount = st.Commits + st.IdleCommits + st.OtherCommits
+		r.EffectiveMode, r.ConfiguredMode = mode, configured
+		r.Phase, r.Action, r.Projected = string(st.Phase), st.Action(), projected
+		r.Fallback = st.Fallback
+		if r.Extra == nil {
+			r.Extra = map[string]json.RawMessage{}
+		}
+		extra := map[string]any{"budgetCounts": map[string]int{"budget": st.Commits, "idle": st.IdleCommits, "other": st.OtherCommits},
+			"modeReason": reason, "wrapperCanRelaunch": lim.Wrapper && !st.WrapperLost}
+		for k, v := range extra {
+			r.Extra[k], _ = json.Marshal(v)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// readBranch reads the session's current branch; nil when the file does
+// not exist yet.
+func (e *Engine) readBranch(s *sess, fn func(branch []*session.Entry)) {
+	e.mu.Lock()
+	read := e.opt.Sessions
+	e.mu.Unlock()
+	if s.peer.SessionFile == "" || read == nil {
+		fn(nil)
+		return
+	}
+	err := read(s.peer.SessionFile, func(f *session.File) error {
+		b, err := f.Branch("")
+		if err != nil {
+			return err
+		}
+		fn(b)
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			e.opt.Logger.Warn("budget: read session", "file", s.peer.SessionFile, "err", err)
+		}
+		fn(nil)
+	}
+}
+
+// View is the policy as a session sees it: what the extension shows and
+// whether it must ask before each tool call.
+type View struct {
+	Mode           string              `json:"mode"`
+	ConfiguredMode string              `json:"configuredMode"`
+	Reason         string              `json:"reason,omitempty"`
+	Footer         string              `json:"footer"`
+	Phase          Phase               `json:"phase"`
+	Action         string              `json:"action"`
+	Projected      bool                `json:"projected"`
+	Tokens         *int64              `json:"tokens"`
+	Floor          *int64              `json:"floor"`
+	Thresholds     EffectiveThresholds `json:"thresholds"`
+	Gate           bool                `json:"gate"`    // tool calls must be checked
+	Live           bool                `json:"live"`    // answers may carry effects (else the hooks need not wait for them)
+	Pending        string              `json:"pending"` // a handoff waiting for its commit
+	Wrapper        bool                `json:"wrapper"`
+	Commits        int                 `json:"commits"`
+	LastHandoff    string              `json:"lastHandoff,omitempty"`
+	ConfigPath     string              `json:"configPath"`
+	ConfigErrors   []ConfigError       `json:"configErrors,omitempty"`
+}
+
+func (s *sess) view() View {
+	st := s.state
+	v := View{Mode: s.mode, ConfiguredMode: s.loaded.Config.Mode, Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
+		Action: st.Action(), Projected: s.projected(), Thresholds: st.Thresholds(s.limits), Pending: st.Pending.Path,
+		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: st.Commits, LastHandoff: s.last.Path,
+		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors}
+	if st.TokensKnown {
+		v.Tokens = ptr(st.Tokens)
+	}
+	if st.FloorKnown {
+		v.Floor = ptr(st.Floor)
+	}
+	// In observe mode only a manual handoff blocks; the preview never does.
+	// In observe mode the preview is asked too (it logs would_tool_blocked)
+	// but only a manual handoff's answers block.
+	v.Gate = s.mode != ModeOff && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
+	v.Live = s.mode == ModeEnforce || st.Manual || st.Pending.Source == SourceManual
+	return v
+}
+
+// Start begins (or resumes) a session: configuration, restoration from
+// the session file, the status record.
+func (e *Engine) Start(p Peer, arm ArmFunc, model string) View {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = model
+	e.configure(s)
+	e.readBranch(s, func(b []*session.Entry) {
+		r := Restore(b)
+		s.restored = r
+		s.state = State{Phase: Idle, Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits, Floor: r.Floor, FloorKnown: r.FloorKnown}
+		if r.Last.Path != "" {
+			s.last, s.lastAt = r.Last, r.Last.WrittenAt
+		}
+	})
+	e.event(s, "session_start", map[string]any{"configured": s.loaded.Config.Mode, "wrapper": p.Wrapper, "subagent": p.Subagent, "model": model})
+	e.writeStatus(s)
+	return s.view()
+}
+
+// Input is every input: the configuration is reloaded; an input from the
+// user re-arms recovery. It answers whether to compact first (the
+// idle-input recovery with a valid stored handoff).
+func (e *Engine) Input(p Peer, arm ArmFunc, source string) (compact bool, v View) {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.configure(s)
+	c := s.loaded.Config
+	st := s.state
+	if s.mode == ModeEnforce && source != "extension" && !s.settledAt.IsZero() &&
+		e.opt.Now().Sub(s.settledAt) >= time.Duration(c.IdleMinutes*float64(time.Minute)) &&
+		st.Stored.Path != "" && st.Pending.Path == "" && st.TokensKnown && float64(st.Tokens) >= c.KeepRecentTokens {
+		compact = true
+		e.event(s, "idle_input_compaction", map[string]any{"handoff": st.Stored.Path, "idleMinutes": c.IdleMinutes})
+		e.apply(s, CompactionStarted{})
+	}
+	return compact, s.view()
+}
+
+// AgentStart is a genuinely new run (before_agent_start from input).
+func (e *Engine) AgentStart(p Peer, arm ArmFunc, manual bool) View {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.apply(s, ExternalRun{Manual: manual})
+	return s.view()
+}
+
+// ToolResultInfo is one tool result of a turn.
+type ToolResultInfo struct {
+	ToolName string `json:"toolName"`
+	IsError  bool   `json:"isError"`
+	Grace    bool   `json:"grace"` // it ran as a grace call
+	Blocked  bool   `json:"blocked"`
+}
+
+// TurnEndParams is what turn_end reports.
+type TurnEndParams struct {
+	TurnIndex   int              `json:"turnIndex"`
+	Tokens      *int64           `json:"tokens"`
+	Usage       *int64           `json:"usage"`
+	Model       string           `json:"model"`
+	ToolResults []ToolResultInfo `json:"toolResults"`
+	Continues   bool             `json:"continues"`
+	Outcome     string           `json:"outcome"`
+}
+
+// Draft is a session entry draft the extension returns from turn_end or
+// agent_before_settle.
+type Draft struct {
+	Type             string  `json:"type"` // compaction, custom_message
+	Summary          string  `json:"summary,omitempty"`
+	FirstKeptEntryID *string `json:"firstKeptEntryId"`
+	Details          any     `json:"details,omitempty"`
+	CustomType       string  `json:"customType,omitempty"`
+	Content          string  `json:"content,omitempty"`
+	Display          bool    `json:"display"`
+}
+
+// Notify is a UI notification.
+type Notify struct {
+	Level string `json:"level"` // info, warning, error
+	Text  string `json:"text"`
+}
+
+// Answer is what an engine call asks the extension to do.
+type Answer struct {
+	View      View     `json:"view"`
+	Entries   []Draft  `json:"entries,omitempty"`
+	Continue  bool     `json:"continue,omitempty"`
+	Notify    []Notify `json:"notify,omitempty"`
+	Block     bool     `json:"block,omitempty"`
+	Grace     bool     `json:"grace,omitempty"` // the call runs as a grace call
+	Reason    string   `json:"reason,omitempty"`
+	Shutdown  bool     `json:"shutdown,omitempty"`
+	Marker    string   `json:"marker,omitempty"`
+	Committed string   `json:"committed,omitempty"` // the handoff this boundary commits
+}
+
+// CustomType of the budget's messages in the session.
+const CustomType = "pi-session-budget"
+
+// TurnEnd observes a turn: tokens, floor, progress; it may commit the
+// pending handoff (a retain-none compaction and a continuation) or append
+// a notice.
+func (e *Engine) TurnEnd(ctx context.Context, p Peer, arm ArmFunc, tp TurnEndParams) Answer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tp.Model != "" && tp.Model != s.model {
+		s.model = tp.Model
+		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	}
+	o := TurnEnd{Tokens: tp.Tokens, Usage: tp.Usage, Continues: tp.Continues}
+	for _, r := range tp.ToolResults {
+		if r.ToolName == "context_handoff" || r.Blocked {
+			continue
+		}
+		o.ToolActivity = true
+		if !r.IsError && !r.Grace {
+			o.Progress = true
+		}
+	}
+	pending := s.state.Pending
+	fx := e.apply(s, o)
+	var a Answer
+	for _, f := range fx {
+		switch f.Kind {
+		case EffCommit:
+			a.Entries = append(a.Entries, e.commitDrafts(ctx, s, pending)...)
+			a.Continue = true
+			a.Committed = pending.Path
+		case EffNotice:
+			a.Entries = append(a.Entries, Draft{Type: "custom_message", CustomType: CustomType, Content: s.notice(f.Reason), Display: true})
+		case EffSoft, EffRequired, EffHard, EffFallback, EffCap, EffLoop, EffResumed:
+			a.Notify = append(a.Notify, Notify{Level: level(f.Kind), Text: s.advisory(f)})
+		}
+	}
+	eff := s.state.Thresholds(s.limits)
+	sample := map[string]any{"ts": e.opt.Now().UTC().Format(time.RFC3339Nano), "sessionId": s.peer.SessionID, "turn": s.state.Turn,
+		"turnIndex": tp.TurnIndex, "tokens": tp.Tokens, "usage": tp.Usage, "floor": nilIf(s.state.FloorKnown, s.state.Floor),
+		"phase": s.state.Phase, "mode": s.mode, "projected": s.projected(), "soft": int64(eff.Soft), "handoff": int64(eff.Handoff), "hard": int64(eff.Hard), "model": s.model}
+	if err := e.turns.AppendJSON(sample); err != nil {
+		e.opt.Logger.Warn("budget turns", "err", err)
+	}
+	a.View = s.view()
+	return a
+}
+
+func nilIf(ok bool, v int64) any {
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+func level(kind string) string {
+	switch kind {
+	case EffSoft, EffResumed:
+		return "info"
+	}
+	return "warning"
+}
+
+// commitDrafts are the retain-none compaction holding the handoff and the
+// automatic continuation (with resume check and watch check).
+func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
+	doc, err := os.ReadFile(h.Path)
+	summary := string(doc)
+	if err != nil {
+		summary = fmt.Sprintf("# Handoff\n\nThe handoff %s could not be read (%v). Read it from disk, verify HEAD and external state, then continue.", h.Path, err)
+	}
+	d := s.last
+	if d.Path != h.Path {
+		d = HandoffDetails{Kind: "handoff", Path: h.Path}
+	}
+	d.Source = h.Source
+	e.event(s, "handoff_commit_drafted", map[string]any{"handoff": h.Path, "source": h.Source})
+	cont := []string{fmt.Sprintf("[pi-session budget] The context was reset to the handoff above (%s). Read it, verify HEAD and external state, then continue from Next step without asking the user to restate the task.", h.Path)}
+	if sc, err := ReadSidecar(h.Path); err == nil && e.opt.Git {
+		if check := watchCheck(ctx, sc); check != "" {
+			cont = append(cont, check)
+		}
+	}
+	if s.resume != "" && s.mode == ModeEnforce && !s.peer.Subagent {
+		r := RunResumeCheck(ctx, s.resume, s.peer.Cwd, ResumeTimeout, ResumeDrain)
+		e.event(s, "resume_check", map[string]any{"when": "after_reset", "exitCode": r.ExitCode, "timedOut": r.TimedOut, "truncated": r.Truncated})
+		cont = append(cont, "## Resume check\n\n"+resumeText(r, ResumeBytes))
+	}
+	return []Draft{
+		{Type: "compaction", Summary: summary, FirstKeptEntryID: nil, Details: d},
+		{Type: "custom_message", CustomType: CustomType, Content: strings.Join(cont, "\n\n"), Display: true},
+	}
+}
+
+// watchCheck compares each recorded repository's HEAD, branch and dirty
+// count with now.
+func watchCheck(ctx context.Context, sc *Sidecar) string {
+	var lines []string
+	for _, r := range sc.Metadata.Repos {
+		if !r.Known {
+			continue
+		}
+		now := InspectRepo(ctx, r.Root)
+		if !now.Known {
+			lines = append(lines, fmt.Sprintf("- %s: now unknown (%s)", r.Root, now.Error))
+			continue
+		}
+		same := now.Head == r.Head && now.Branch == r.Branch && now.Dirty == r.Dirty
+		mark := "unchanged"
+		if !same {
+			mark = fmt.Sprintf("CHANGED: was %s@%s (%d dirty), now %s@%s (%d dirty)", r.Branch, short(r.Head), r.Dirty, now.Branch, short(now.Head), now.Dirty)
+		}
+		lines = append(lines, fmt.Sprintf("- %s: %s", r.Root, mark))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "## Watch check\n\n" + strings.Join(lines, "\n") + "\n\nRe-verify CI, review and issue facts before relying on them; the handoff's facts are claims."
+}
+
+// notice is the model-visible text of a notice.
+func (s *sess) notice(reason string) string {
+	st := s.state
+	e := st.Thresholds(s.limits)
+	tok := "unknown"
+	if st.TokensKnown {
+		tok = fmt.Sprint(st.Tokens)
+	}
+	switch reason {
+	case "soft":
+		return fmt.Sprintf("[pi-session budget] The context holds %s tokens, past the soft threshold of %.0f (a handoff is required at %.0f). Finish the current atomic step, update .ai-work/<task>/STATE.md and your task notes, and prepare a handoff.", tok, e.Soft, e.Handoff)
+	case "handoff":
+		return fmt.Sprintf("[pi-session budget] The context holds %s tokens, past the handoff threshold of %.0f. Record state now: a few edits of .ai-work/**/*.md and read-only git status/diff/log calls are still allowed. Then call context_handoff (goal, next_step, facts; user_constraints verbatim, hypotheses, files_to_read). Every other tool is blocked until the handoff is written; the session then continues from it in this process.", tok, e.Handoff)
+	case "hard":
+		return fmt.Sprintf("[pi-session budget] The context holds %s tokens, at or past the hard limit of %.0f. Every tool except context_handoff is blocked: call context_handoff now.", tok, e.Hard)
+	}
+	return "[pi-session budget] A handoff is required: call context_handoff now."
+}
+
+// advisory is the UI text of an advisory effect.
+func (s *sess) advisory(f Effect) string {
+	st := s.state
+	e := st.Thresholds(s.limits)
+	switch f.Kind {
+	case EffSoft:
+		return fmt.Sprintf("context-budget: %d tokens, past soft %.0f; the agent is asked to record state and prepare a handoff", st.Tokens, e.Soft)
+	case EffRequired:
+		return fmt.Sprintf("context-budget: %d tokens, past handoff %.0f; tools are blocked until context_handoff", st.Tokens, e.Handoff)
+	case EffHard:
+		return fmt.Sprintf("context-budget: %d tokens, past hard %.0f", st.Tokens, e.Hard)
+	case EffFallback:
+		if s.limits.Wrapper && !st.WrapperLost {
+			return "context-budget: fallback armed (" + f.Reason + "): pi-session restarts pi in a fresh process from the handoff when this run ends"
+		}
+		return "context-budget: fallback armed (" + f.Reason + "): write a handoff; no wrapper can restart pi"
+	case EffCap:
+		return fmt.Sprintf("context-budget: %d handoffs in this session reach maxHandoffsPerSession (%d); handoffs continue in place, but consider starting a fresh session (run pi under pi-session to restart automatically)", st.Commits, s.limits.Cap)
+	case EffLoop:
+		return "context-budget: repeated handoffs without progress; enforcement is paused until a tool call succeeds"
+	case EffResumed:
+		return "context-budget: enforcement resumed (" + f.Reason + ")"
+	}
+	return "context-budget: " + f.Kind
+}
+
+// ToolCallParams is one tool call.
+type ToolCallParams struct {
+	ToolName   string          `json:"toolName"`
+	ToolCallID string          `json:"toolCallId"`
+	Input      json.RawMessage `json:"input"`
+}
+
+// ToolCall decides whether a tool may run.
+func (e *Engine) ToolCall(p Peer, arm ArmFunc, tc ToolCallParams) Answer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := ToolCall{Handoff: tc.ToolName == "context_handoff"}
+	if !o.Handoff && s.state.Phase == HandoffRequired {
+		roots := []string{s.peer.Cwd}
+		if r := RepoRoot(s.peer.Cwd, nil); r != "" && r != s.peer.Cwd {
+			roots = append(roots, r)
+		}
+		o.GraceOK, _ = Classify(GraceInput{Tool: tc.ToolName, Input: tc.Input, Cwd: s.peer.Cwd, Home: paths.Home(e.opt.Getenv), Roots: roots}, osFS{})
+	}
+	fx := e.apply(s, o)
+	a := Answer{}
+	for _, f := range fx {
+		switch f.Kind {
+		case EffBlock:
+			a.Block, a.Reason = true, s.blockReason(tc.ToolName, f.Reason)
+		case EffGrace:
+			a.Grace = true
+		}
+	}
+	a.View = s.view()
+	return a
+}
+
+type osFS struct{}
+
+func (osFS) EvalSymlinks(p string) (string, error) { return filepath.EvalSymlinks(p) }
+
+func (s *sess) blockReason(tool, why string) string {
+	st := s.state
+	e := st.Thresholds(s.limits)
+	t := clip.Echo(tool)
+	wrapper := s.limits.Wrapper && !st.WrapperLost
+	switch why {
+	case "pending":
+		if st.Relaunch {
+			return fmt.Sprintf("pi-session budget: %s is blocked: the handoff %s is written and pi-session restarts pi from it when this turn ends. End your turn now without further tools.", t, st.Pending.Path)
+		}
+		return fmt.Sprintf("pi-session budget: %s is blocked: the handoff %s is written and the context resets to it at the end of this turn. End your turn now without further tools.", t, st.Pending.Path)
+	case "handoff":
+		return fmt.Sprintf("pi-session budget: %s is blocked: the context holds %d tokens, past the handoff threshold of %.0f. Call context_handoff now (goal, next_step, facts; user_constraints verbatim, hypotheses, files_to_read); the session continues from it in this process.", t, st.Tokens, e.Handoff)
+	case FallbackHard:
+		return fmt.Sprintf("pi-session budget: %s is blocked: the context holds %d tokens, past the hard limit of %.0f. Call context_handoff now; only that tool runs.", t, st.Tokens, e.Hard)
+	}
+	if wrapper {
+		return fmt.Sprintf("pi-session budget: %s is blocked (fallback: %s). Call context_handoff now; pi-session then restarts pi in a fresh process from it when this turn ends.", t, why)
+	}
+	return fmt.Sprintf("pi-session budget: %s is blocked (fallback: %s). Call context_handoff now, then end your turn.", t, why)
+}
+
+// ToolDone: a tool that was not blocked finished while a handoff is pending.
+func (e *Engine) ToolDone(p Peer, arm ArmFunc, toolName string) View {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.apply(s, ToolFinished{Handoff: toolName == "context_handoff"})
+	return s.view()
+}
+
+// Manual records the user's /handoff and returns the request the
+// extension sends as the user's message.
+func (e *Engine) Manual(p Peer, arm ArmFunc, instructions string) (string, View) {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.configure(s)
+	e.apply(s, ManualRequest{})
+	req := ManualPrefix + " The user asked for a handoff. Call the context_handoff tool now: goal (the task and the original request, verbatim where it matters), next_step (the exact next action), facts (verified state: HEAD, test results, completed work), user_constraints (the user's constraints, verbatim), hypotheses (unverified), files_to_read (notes to read first)."
+	if strings.TrimSpace(instructions) != "" {
+		req += "\n\nThe user's instructions for this handoff: " + instructions
+	}
+	if s.limits.Wrapper && !s.state.WrapperLost {
+		req += "\n\nAfter the tool succeeds, end your turn: pi-session restarts pi in a fresh process that continues from the handoff."
+	} else {
+		req += "\n\nAfter the tool succeeds, end your turn: the context resets to the handoff and work continues from it."
+	}
+	return req, s.view()
+}
+
+// ManualPrefix starts the request /handoff sends, so the run it starts is
+// known to be the manual one.
+const ManualPrefix = "[/handoff]"
+
+// Settle is agent_before_settle: one continuation asking for a handoff
+// when one is required (or requested), or an idle handoff request.
+func (e *Engine) Settle(p Peer, arm ArmFunc, pendingWork int) Answer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fx := e.apply(s, Settle{PendingWork: pendingWork})
+	a := Answer{}
+	for _, f := range fx {
+		if f.Kind != EffContinue {
+			continue
+		}
+		var text string
+		switch f.Reason {
+		case "manual":
+			text = "[pi-session budget] The user asked for a handoff and none was written. Call context_handoff now, then end your turn."
+		case SourceIdle:
+			text = fmt.Sprintf("[pi-session budget] Work is still pending (%d running jobs, watches or subagents) and the context is large (%d tokens). Write a warm-cache handoff with context_handoff now, covering every running item in watch_actions; the context resets to it and the work continues in this process.", pendingWork, s.state.Tokens)
+		default:
+			text = "[pi-session budget] A handoff is required before you stop (" + f.Reason + "). Call context_handoff now with goal, next_step and facts; the session continues from it."
+		}
+		a.Entries = append(a.Entries, Draft{Type: "custom_message", CustomType: CustomType, Content: text, Display: true})
+		a.Continue = true
+	}
+	a.View = s.view()
+	return a
+}
+
+// Settled is agent_settled: arm the relaunch and shut pi down when the
+// policy says so (an owned wrapper only).
+func (e *Engine) Settled(ctx context.Context, p Peer, arm ArmFunc) Answer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settledAt = e.opt.Now()
+	fx := e.apply(s, Settled{})
+	a := Answer{}
+	for _, f := range fx {
+		switch f.Kind {
+		case EffRelaunch, EffEmergency:
+			handoff := f.Handoff
+			if f.Kind == EffEmergency {
+				var err error
+				handoff, err = e.writeEmergency(s, f.Reason)
+				if err != nil {
+					a.Notify = append(a.Notify, Notify{Level: "error", Text: "context-budget: cannot write an emergency handoff: " + err.Error()})
+					e.apply(s, ArmFailed{})
+					continue
+				}
+			}
+			launch := ""
+			if sc, err := ReadSidecar(handoff); err == nil {
+				launch = sc.Launch
+			}
+			if s.arm == nil {
+				e.event(s, "relaunch_failed", map[string]any{"handoff": handoff, "error": "no wrapper"})
+				e.apply(s, ArmFailed{})
+				continue
+			}
+			marker, err := s.arm(handoff, launch)
+			if err != nil {
+				e.event(s, "relaunch_failed", map[string]any{"handoff": handoff, "error": err.Error()})
+				a.Notify = append(a.Notify, Notify{Level: "warning", Text: "context-budget: pi-session could not arm the relaunch (" + err.Error() + "); continuing in this process"})
+				e.apply(s, ArmFailed{})
+				continue
+			}
+			e.event(s, "relaunch_marker", map[string]any{"handoff": handoff, "marker": marker})
+			a.Marker = marker
+		case EffShutdown:
+			if a.Marker != "" {
+				a.Shutdown = true
+			}
+		}
+	}
+	a.View = s.view()
+	return a
+}
+
+// writeEmergency writes a mechanical handoff for a fallback that found no
+// usable one.
+func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
+	var prior *Sidecar
+	if s.last.Path != "" {
+		prior, _ = ReadSidecar(s.last.Path)
+	}
+	var requests []string
+	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
+	doc := MechanicalSummary(prior, requests, s.peer.SessionFile)
+	dir := HandoffDir(s.peer.Cwd)
+	n := NextN(dir, s.peer.SessionID, s.restored.MaxN)
+	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+	sc := &Sidecar{Version: 1, ID: id, Path: filepath.Join(dir, id+".md"),
+		Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
+		Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile},
+		Backoff:  HandoffDetails{Kind: "handoff", Path: filepath.Join(dir, id+".md"), Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}
+	if err := WriteHandoff(dir, sc, doc); err != nil {
+		return "", err
+	}
+	s.restored.MaxN = n
+	s.last, s.lastAt = sc.Backoff, e.opt.Now()
+	e.event(s, "emergency_handoff", map[string]any{"handoff": sc.Path, "reason": reason})
+	return sc.Path, nil
+}

@@ -1,0 +1,297 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pi-session/pi-session/session"
+)
+
+// HandoffParams is a context_handoff call.
+type HandoffParams struct {
+	Args         []byte   `json:"-"`
+	ToolCallID   string   `json:"toolCallId"`
+	RunningIDs   []string `json:"runningIds"`   // running jobs, watches, subagents; nil: no registry
+	Integrations []string `json:"integrations"` // what the extension could and could not inventory
+}
+
+// HandoffAnswer is context_handoff's result.
+type HandoffAnswer struct {
+	Text    string          `json:"text"`
+	IsError bool            `json:"isError,omitempty"`
+	Details *HandoffDetails `json:"details,omitempty"`
+	View    View            `json:"view"`
+}
+
+// toolError is an answer the model sees as a tool error.
+func toolError(s *sess, format string, args ...any) HandoffAnswer {
+	text := fmt.Sprintf(format, args...)
+	if len(text) > 8<<10 {
+		text = cutBytes(text, 8<<10) + "…"
+	}
+	return HandoffAnswer{Text: text, IsError: true, View: s.view()}
+}
+
+// Handoff runs context_handoff: validation, the objective checks of
+// enforce mode, duplicate back-off, metadata, the resume check, the
+// document and its files. In observe and off mode (without a /handoff
+// request) nothing is validated or written.
+func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffParams) HandoffAnswer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.state
+	manual := st.Manual
+	if s.projected() && !manual {
+		if s.mode == ModeObserve {
+			e.apply(s, HandoffWritten{Path: "(observe: not written)", ToolCallID: hp.ToolCallID})
+		}
+		return HandoffAnswer{Text: fmt.Sprintf("context_handoff: the budget engine is in %s mode, so no handoff was written and nothing changes; continue your work (the user can ask for one with /handoff).", s.mode), View: s.view()}
+	}
+	a, err := ParseArgs(hp.Args, s.peer.Cwd)
+	if err != nil {
+		e.event(s, "handoff_invalid", map[string]any{"error": cutBytes(err.Error(), 1000)})
+		return toolError(s, "%v", err)
+	}
+	// Objective checks: files_to_read exist, running work is covered.
+	degraded := st.Rejections >= 2 || st.Fallback != "" || manual && s.projected()
+	var problems, missing []string
+	for i, f := range a.FilesToRead {
+		if i == MaxFilesChecked {
+			break
+		}
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, f)
+			problems = append(problems, fmt.Sprintf("files_to_read: %s does not exist", f))
+		}
+	}
+	if hp.RunningIDs != nil {
+		covered := map[string]bool{}
+		for _, w := range a.WatchActions {
+			covered[w.ID] = true
+		}
+		for _, id := range hp.RunningIDs {
+			ok := covered[id]
+			for c := range covered {
+				if len(c) >= 8 && strings.HasPrefix(id, c) {
+					ok = true
+				}
+			}
+			if !ok {
+				problems = append(problems, fmt.Sprintf("watch_actions: running %s is not covered", id))
+			}
+		}
+	}
+	if len(problems) > 0 && !degraded {
+		e.apply(s, HandoffRejected{})
+		e.event(s, "handoff_rejected", map[string]any{"problems": problems, "rejections": s.state.Rejections})
+		return toolError(s, "context_handoff: rejected, nothing was written:\n- %s\nFix these and call context_handoff again (after two rejections these checks only warn).", strings.Join(problems, "\n- "))
+	}
+	var lint []string
+	if degraded {
+		for _, pr := range problems {
+			if !strings.HasPrefix(pr, "files_to_read") {
+				lint = append(lint, pr)
+			}
+		}
+	} else {
+		missing = nil
+	}
+	// Metadata.
+	dir := HandoffDir(s.peer.Cwd)
+	n := NextN(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N))
+	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+	path := filepath.Join(dir, id+".md")
+	var branch []*session.Entry
+	e.readBranch(s, func(b []*session.Entry) { branch = b })
+	m := Metadata{SessionID: s.peer.SessionID, N: n, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
+		PreviousHandoff: s.last.Path, Integrations: hp.Integrations}
+	m.Source = e.previewSource(s)
+	if e.opt.Git {
+		m.Repo, m.Repos, m.ReposOmitted = CollectRepos(ctx, s.peer.Cwd, TouchedPaths(branch, s.peer.Cwd))
+	}
+	m.UserMessages = UserMessagesSince(branch)
+	roots := []string{s.peer.Cwd}
+	if m.Repo != nil && m.Repo.Root != s.peer.Cwd {
+		roots = append(roots, m.Repo.Root)
+	}
+	m.Lint = append(Lint(roots, LatestStateChange(branch), missing), lint...)
+	m.Discarded = lastN(s.discarded, 5)
+	head := ""
+	if m.Repo != nil {
+		head = m.Repo.Head
+	} else if len(m.Repos) > 0 {
+		head = m.Repos[0].Head
+	}
+	words := Words(a)
+	forced := m.Source == SourceBudget || m.Source == SourceHard
+	if !forced {
+		if until := Backoff(s.last, head, words, e.opt.Now()); !until.IsZero() {
+			e.event(s, "handoff_backoff", map[string]any{"until": until, "previous": s.last.Path})
+			return toolError(s, "context_handoff: refused: this handoff repeats %s (same HEAD, nearly the same goal, facts and next step) written %s ago; retry after %s, once HEAD or the narrative has changed.",
+				s.last.Path, e.opt.Now().Sub(s.last.WrittenAt).Round(1e9), until.Local().Format("15:04:05"))
+		}
+	}
+	if s.resume != "" && s.mode == ModeEnforce && !s.peer.Subagent {
+		r := RunResumeCheck(ctx, s.resume, s.peer.Cwd, ResumeTimeout, ResumeDrain)
+		m.Resume = &r
+		e.event(s, "resume_check", map[string]any{"when": "before_handoff", "exitCode": r.ExitCode, "timedOut": r.TimedOut, "truncated": r.Truncated})
+	}
+	doc, err := Render(a, m, DefaultDocLimits)
+	if err != nil {
+		e.event(s, "handoff_oversize", map[string]any{"error": err.Error()})
+		return toolError(s, "%v", err)
+	}
+	details := HandoffDetails{Kind: "handoff", Path: path, Source: m.Source, N: n, Head: head, Words: words, WrittenAt: e.opt.Now()}
+	sc := &Sidecar{Version: 1, ID: id, Path: path, Args: a, Metadata: m, Backoff: details}
+	if err := WriteHandoff(dir, sc, doc); err != nil {
+		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
+		return toolError(s, "context_handoff: %v", err)
+	}
+	s.last, s.lastAt = details, e.opt.Now()
+	s.restored.MaxN = n
+	s.discarded = nil
+	e.apply(s, HandoffWritten{Path: path, ToolCallID: hp.ToolCallID})
+	var b strings.Builder
+	fmt.Fprintf(&b, "Handoff written to %s (%d bytes).", path, len(doc))
+	if len(m.Lint) > 0 {
+		fmt.Fprintf(&b, " %d lint %s recorded in it.", len(m.Lint), plural(len(m.Lint), "warning was", "warnings were"))
+	}
+	if s.state.Relaunch || (manual && s.limits.Wrapper && !s.state.WrapperLost) {
+		b.WriteString(" End your turn now without further tools: pi-session restarts pi in a fresh process that continues from this handoff.")
+	} else {
+		b.WriteString(" End your turn now without further tools: the context resets to this handoff at the end of this turn and work continues from its next step.")
+	}
+	return HandoffAnswer{Text: b.String(), Details: &details, View: s.view()}
+}
+
+// previewSource is the source HandoffWritten will record.
+func (e *Engine) previewSource(s *sess) string {
+	st, _ := Step(s.state, s.limits, HandoffWritten{Path: "x"})
+	return st.Pending.Source
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// CompactionParams is session_before_compact as the extension forwards it.
+type CompactionParams struct {
+	Reason       string `json:"reason"` // manual, threshold, overflow
+	Owned        bool   `json:"owned"`  // the budget asked for this compaction
+	TokensBefore int    `json:"tokensBefore"`
+	Mechanical   bool   `json:"mechanical"` // the native summarizer failed: the bounded mechanical one
+}
+
+// CompactionAnswer is the budget's answer: nil passes to pi.
+type CompactionAnswer struct {
+	Cancel  bool            `json:"cancel,omitempty"`
+	Summary string          `json:"summary,omitempty"`
+	Details *HandoffDetails `json:"details,omitempty"`
+}
+
+// Compaction answers the compactions the budget owns (its idle-input and
+// overflow recovery) and, in enforce mode, every automatic one (the
+// overflow backstop): a still-valid handoff, else the bounded mechanical
+// summary; never pi's default summarizer. Other compactions pass.
+func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *CompactionAnswer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	enforce := s.mode == ModeEnforce
+	if !(cp.Owned && (enforce || cp.Mechanical)) && !(enforce && cp.Reason != "manual") {
+		return nil
+	}
+	st := s.state
+	h := st.Stored.Path
+	if h == "" && st.Pending.Path != "" {
+		h = st.Pending.Path
+	}
+	if h != "" {
+		if doc, err := os.ReadFile(h); err == nil {
+			e.event(s, "backstop", map[string]any{"reason": cp.Reason, "handoff": h})
+			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
+		}
+	}
+	var prior *Sidecar
+	if s.last.Path != "" {
+		prior, _ = ReadSidecar(s.last.Path)
+	}
+	var requests []string
+	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
+	e.event(s, "backstop", map[string]any{"reason": cp.Reason, "mechanical": true})
+	return &CompactionAnswer{Summary: MechanicalSummary(prior, requests, s.peer.SessionFile), Details: &HandoffDetails{Kind: "backstop", Mechanical: true, Source: cp.Reason}}
+}
+
+// CompactResultParams is the outcome of a compaction.
+type CompactResultParams struct {
+	OK     bool   `json:"ok"`
+	Error  string `json:"error"`
+	Owned  bool   `json:"owned"`
+	Reason string `json:"reason"`
+}
+
+// benignCompaction: cancellation, nothing to compact, already compacted.
+func benignCompaction(msg string) bool {
+	m := strings.ToLower(msg)
+	return m == "" || strings.Contains(m, "cancel") || strings.Contains(m, "nothing to compact") || strings.Contains(m, "already compacted") || strings.Contains(m, "abort")
+}
+
+// CompactResult observes a compaction's outcome. Unowned manual errors
+// are ignored; transient failures arm the fallback on the third.
+func (e *Engine) CompactResult(p Peer, arm ArmFunc, cr CompactResultParams) View {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case cr.OK:
+		e.apply(s, CompactionDone{})
+	case !cr.Owned && cr.Reason == "manual":
+	default:
+		persistent := strings.Contains(strings.ToLower(cr.Error), "recovery failed after one compact-and-retry")
+		e.event(s, "compaction_failed", map[string]any{"error": cutBytes(cr.Error, 500), "owned": cr.Owned, "reason": cr.Reason})
+		e.apply(s, CompactionFailed{Benign: benignCompaction(cr.Error), Persistent: persistent})
+	}
+	return s.view()
+}
+
+// OverflowParams: the run ended on a provider context overflow that pi did
+// not recover.
+type OverflowParams struct {
+	Attempted bool `json:"attempted"` // the extension's one attempt was used already
+}
+
+// OverflowAnswer says whether to compact and retry once.
+type OverflowAnswer struct {
+	Recover bool   `json:"recover"`
+	Text    string `json:"text"`
+	View    View   `json:"view"`
+}
+
+// Overflow decides the bounded overflow recovery: one compact-and-retry in
+// every mode but explicit off, unless overflowRecovery is false.
+func (e *Engine) Overflow(p Peer, arm ArmFunc, op OverflowParams) OverflowAnswer {
+	s := e.session(p, arm)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.loaded.Config
+	switch {
+	case c.Mode == ModeOff && !s.loaded.Invalid():
+		return OverflowAnswer{View: s.view()}
+	case !c.OverflowRecovery:
+		e.event(s, "overflow_not_recovered", map[string]any{"reason": "overflowRecovery is false"})
+		return OverflowAnswer{View: s.view()}
+	case op.Attempted:
+		e.event(s, "overflow_recovery_exhausted", nil)
+		return OverflowAnswer{Text: "context-budget: the context still overflows after one compact-and-retry; reduce the context (start a fresh session, /handoff) or switch to a model with a larger window", View: s.view()}
+	}
+	e.event(s, "overflow_recovery", map[string]any{"mode": s.mode})
+	e.apply(s, CompactionStarted{})
+	return OverflowAnswer{Recover: true, Text: "context-budget: the provider reported a context overflow; compacting once and retrying", View: s.view()}
+}

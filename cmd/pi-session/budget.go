@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/session"
+	"github.com/pi-session/pi-session/supervisor"
+)
+
+// budgetEngine serves the budget engine on the engine host. Under the
+// wrapper its fallback arms the relaunch through the engine set's
+// relauncher; under serve there is none.
+type budgetEngine struct {
+	eng        *budget.Engine
+	relauncher *supervisor.Relauncher
+}
+
+func newBudgetEngine(inv *invocation, relauncher *supervisor.Relauncher) *budgetEngine {
+	b := &budgetEngine{relauncher: relauncher}
+	eng, err := budget.New(budget.Options{Getenv: inv.env.Get, Git: true})
+	if err != nil {
+		return b // the engine answers every call with this error
+	}
+	b.eng = eng
+	return b
+}
+
+func (b *budgetEngine) close() {
+	if b.eng != nil {
+		b.eng.Close()
+	}
+}
+
+// peer is the caller as the budget sees it.
+func (b *budgetEngine) peer(r *hooks.Request) (budget.Peer, budget.ArmFunc) {
+	h := r.Peer.Hello
+	p := budget.Peer{SessionID: h.SessionID, SessionFile: h.SessionFile, SessionName: h.SessionName, Cwd: h.Cwd,
+		Subagent: h.Subagent || h.Role == hooks.RoleChild, Mode: h.Mode}
+	if b.relauncher == nil || !r.Peer.Owned || h.Role != hooks.RolePrimary || h.Subagent || h.Mode == "rpc" {
+		return p, nil
+	}
+	p.Wrapper = true
+	peer := r.Peer
+	return p, func(handoff, launchPrompt string) (string, error) {
+		ap := supervisor.ArmParams{Handoff: handoff, Cwd: h.Cwd}
+		if launchPrompt != "" {
+			ap.LaunchPrompt = &launchPrompt
+		}
+		if h.SessionFile != "" {
+			sf := h.SessionFile
+			ap.SessionFile = &sf
+		}
+		res, err := b.relauncher.ArmFor(peer, ap)
+		return res.Marker, err
+	}
+}
+
+// engine is the host's "budget" engine.
+func (b *budgetEngine) engine() hooks.Engine {
+	m := map[string]hooks.Handler{
+		"start":      b.handle(b.start),
+		"input":      b.handle(b.input),
+		"agentStart": b.handle(b.agentStart),
+		"turnEnd": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.TurnEndParams) any {
+			return b.eng.TurnEnd(ctx, p, arm, q)
+		})),
+		"toolCall": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.ToolCallParams) any {
+			return b.eng.ToolCall(p, arm, q)
+		})),
+		"toolDone": b.handle(b.toolDone),
+		"handoff":  b.handle(b.handoff),
+		"manual":   b.handle(b.manual),
+		"settle":   b.handle(b.settle),
+		"settled":  b.handle(b.settled),
+		"compaction": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.CompactionParams) any {
+			return b.eng.Compaction(p, arm, q)
+		})),
+		"compactResult": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.CompactResultParams) any {
+			return b.eng.CompactResult(p, arm, q)
+		})),
+		"overflow": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.OverflowParams) any {
+			return b.eng.Overflow(p, arm, q)
+		})),
+	}
+	return hooks.Engine{Name: "budget", Methods: m}
+}
+
+type budgetHandler func(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error)
+
+// decoded is a handler whose params decode into Q.
+func decoded[Q any](fn func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q Q) any) budgetHandler {
+	return func(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+		var q Q
+		if err := r.Decode(&q); err != nil {
+			return nil, err
+		}
+		return fn(ctx, p, arm, q), nil
+	}
+}
+
+func (b *budgetEngine) handle(fn budgetHandler) hooks.Handler {
+	return func(ctx context.Context, r *hooks.Request) (any, error) {
+		if b.eng == nil {
+			return nil, hooks.Errorf(hooks.CodeEngine, "budget: the engine could not open its logs")
+		}
+		if r.Peer.Hello.SessionID == "" {
+			return nil, hooks.Errorf(hooks.CodeInvalidParams, "budget: %s: no session in hello", r.Method)
+		}
+		p, arm := b.peer(r)
+		return fn(ctx, r, p, arm)
+	}
+}
+
+// sessionReader reads session files through the host's cache.
+func sessionReader(r *hooks.Request) budget.SessionReader {
+	return func(path string, fn func(*session.File) error) error { return r.Sessions().With(path, fn) }
+}
+
+func (b *budgetEngine) start(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		Model string `json:"model"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	b.eng.SetSessions(sessionReader(r))
+	return b.eng.Start(p, arm, q.Model), nil
+}
+
+func (b *budgetEngine) input(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		Source string `json:"source"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	compact, v := b.eng.Input(p, arm, q.Source)
+	return map[string]any{"compact": compact, "view": v}, nil
+}
+
+func (b *budgetEngine) agentStart(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		Manual bool `json:"manual"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	return b.eng.AgentStart(p, arm, q.Manual), nil
+}
+
+func (b *budgetEngine) toolDone(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		ToolName string `json:"toolName"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	return b.eng.ToolDone(p, arm, q.ToolName), nil
+}
+
+func (b *budgetEngine) handoff(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		budget.HandoffParams
+		Args json.RawMessage `json:"args"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	q.HandoffParams.Args = q.Args
+	return b.eng.Handoff(ctx, p, arm, q.HandoffParams), nil
+}
+
+func (b *budgetEngine) manual(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		Instructions string `json:"instructions"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	req, v := b.eng.Manual(p, arm, q.Instructions)
+	return map[string]any{"request": req, "view": v}, nil
+}
+
+func (b *budgetEngine) settle(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q struct {
+		PendingWork int `json:"pendingWork"`
+	}
+	if err := r.Decode(&q); err != nil {
+		return nil, err
+	}
+	return b.eng.Settle(p, arm, q.PendingWork), nil
+}
+
+func (b *budgetEngine) settled(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	return b.eng.Settled(ctx, p, arm), nil
+}

@@ -1,0 +1,335 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-session/pi-session/pitest"
+)
+
+// The recap tests run real pi in its TUI on a PTY with the scripted recap
+// model (FAUX_RECAP) and the shortest quiet delay pi-session allows
+// (PI_SUMMARY_IDLE_MS=30000, its floor), so each waits about 30 s: they
+// run in parallel.
+
+// Secrets a tool prints during the run; none may reach the recap model.
+const (
+	recapGitHubToken = "ghp_R3capE2eT0kenAbcdefghijklmnopqrstuvw"
+	recapAWSKey      = "AKIAZ7RECAPE2EKEY123"
+	recapPassword    = "hunter2-Recap-E2e"
+)
+
+// recapEnv is an Env with the recap model configured and logged.
+func recapEnv(t *testing.T, answers, reasoning string) (*pitest.Env, string) {
+	t.Helper()
+	e := pitest.NewEnv(t)
+	log := filepath.Join(filepath.Dir(e.Log), "recap.jsonl")
+	e.Set("FAUX_RECAP", answers)
+	e.Set("FAUX_RECAP_LOG", log)
+	e.Set("PI_SUMMARY_IDLE_MS", "30000")
+	dir := filepath.Join(e.Agent, "summaries")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"enabled": true, "provider": "faux-recap", "model": "recap-1", "reasoning": "` + reasoning + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "config.private.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e, log
+}
+
+// recapRequest is one request the scripted recap model received.
+type recapRequest struct {
+	N            int              `json:"n"`
+	SystemPrompt string           `json:"systemPrompt"`
+	Messages     []pitest.Message `json:"messages"`
+	Reasoning    *string          `json:"reasoning"`
+	MaxTokens    int              `json:"maxTokens"`
+}
+
+func (r recapRequest) user() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	return r.Messages[len(r.Messages)-1].Text()
+}
+
+func recapRequests(t *testing.T, log string) []recapRequest {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []recapRequest
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r recapRequest
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("recap log line %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// waitRecapRequests waits until the recap model got n requests.
+func waitRecapRequests(t *testing.T, tm *pitest.Term, log string, n int) []recapRequest {
+	t.Helper()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if rs := recapRequests(t, log); len(rs) >= n {
+			return rs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recap model got %d requests, want %d; screen:\n%s", len(recapRequests(t, log)), n, tm.Screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// recapEntries reads the summary-recap entries of the session files.
+func recapEntries(t *testing.T, e *pitest.Env) []map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(e.Agent, "sessions", "*", "*.jsonl"))
+	var out []map[string]any
+	for _, f := range files {
+		fd, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fd)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var entry struct {
+				Type       string         `json:"type"`
+				CustomType string         `json:"customType"`
+				Data       map[string]any `json:"data"`
+			}
+			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Type == "custom" && entry.CustomType == "summary-recap" {
+				out = append(out, entry.Data)
+			}
+		}
+		fd.Close()
+	}
+	return out
+}
+
+// TestRecapCard: a run whose tool prints secrets settles; after the quiet
+// delay the recap model gets a transcript without them (its first answer
+// is not JSON, so it is asked again without reasoning), and the card shows
+// the recap and the next step; ctrl+o shows which model wrote it.
+func TestRecapCard(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "garbage,good", "low")
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "bash", "args": map[string]any{"command": "printf 'export GITHUB_TOKEN=" + recapGitHubToken + "\\naws_access_key_id=" + recapAWSKey + "\\nmysql -uroot -p" + recapPassword + " app\\n'"}},
+		{"text": "deployed with the token"},
+	}})
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("deploy the app")
+	tm.WaitFor("deployed with the token")
+	tm.WaitFor("✦ Recap")
+	tm.WaitFor(`Ran 1 tool call (bash) for "deploy the app"`)
+	tm.WaitFor("Next: Review the answer")
+
+	reqs := recapRequests(t, log)
+	if len(reqs) != 2 {
+		t.Fatalf("recap requests = %d, want 2 (an invalid answer with reasoning, then one without)", len(reqs))
+	}
+	if r := reqs[0]; r.Reasoning == nil || *r.Reasoning != "low" || r.MaxTokens != 8000 {
+		t.Errorf("first attempt: reasoning %v, maxTokens %d; want low, 8000", r.Reasoning, r.MaxTokens)
+	}
+	if r := reqs[1]; r.Reasoning != nil || r.MaxTokens != 1000 {
+		t.Errorf("retry: reasoning %v, maxTokens %d; want none, 1000", r.Reasoning, r.MaxTokens)
+	}
+	for _, r := range reqs {
+		body := r.SystemPrompt + "\n" + r.user()
+		for _, secret := range []string{recapGitHubToken, recapAWSKey, recapPassword, recapGitHubToken[4:20]} {
+			if strings.Contains(body, secret) {
+				t.Errorf("request %d to the recap model holds the secret %q:\n%s", r.N, secret, r.user())
+			}
+		}
+		for _, want := range []string{"<recent_work>", "USER: deploy the app", "TOOL CALL bash:", "TOOL RESULT bash:", "[REDACTED]", "ASSISTANT: deployed with the token"} {
+			if !strings.Contains(r.user(), want) {
+				t.Errorf("request %d lacks %q:\n%s", r.N, want, r.user())
+			}
+		}
+	}
+	entries := recapEntries(t, e)
+	if len(entries) != 1 {
+		t.Fatalf("summary-recap entries = %d, want 1", len(entries))
+	}
+	if d := entries[0]; d["provider"] != "faux-recap" || d["model"] != "recap-1" || d["reasoning"] != "low" || d["fallback"] != nil {
+		t.Errorf("recap entry = %v, want faux-recap/recap-1 · low, not a fallback", d)
+	}
+	// The entry never reaches the main model's context.
+	tm.Submit("and now?")
+	tm.WaitFor("faux: and now?")
+	for _, r := range e.Requests() {
+		for _, m := range r.Decoded() {
+			if strings.Contains(m.Text(), "Ran 1 tool call") {
+				t.Errorf("the main model's request %d holds the recap", r.N)
+			}
+		}
+	}
+	tm.Type("\x0f") // ctrl+o expands
+	tm.WaitFor("faux-recap/recap-1 · low")
+}
+
+// TestRecapUserActivity: typing while a recap is generated aborts it and
+// leaves the run pending; the next quiet stretch recaps both runs in one
+// card. The second answer is hostile (fenced, escapes, "Next:") and comes
+// out clean.
+func TestRecapUserActivity(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "slow,hostile", "off")
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("first task")
+	tm.WaitFor("faux: first task")
+	waitRecapRequests(t, tm, log, 1) // the slow answer is in flight
+	tm.WaitFor("summarizing run")
+	tm.Submit("second task")
+	tm.WaitFor("faux: second task")
+	reqs := waitRecapRequests(t, tm, log, 2)
+	tm.WaitFor("Ran the scripted tools and checked the output.")
+	tm.WaitFor("Next: run make test")
+	if n := strings.Count(tm.Screen(), "✦ Recap"); n < 1 {
+		t.Errorf("no recap card on the screen")
+	}
+	second := reqs[1].user()
+	for _, want := range []string{"USER: first task", "USER: second task"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("the recap after the aborted one lacks %q (the boundary must survive):\n%s", want, second)
+		}
+	}
+	entries := recapEntries(t, e)
+	if len(entries) != 1 {
+		t.Fatalf("summary-recap entries = %d, want 1 (the aborted recap writes none)", len(entries))
+	}
+	if got := entries[0]["recap"]; got != "Ran the scripted tools and checked the output." {
+		t.Errorf("recap = %q, want the hostile answer cleaned", got)
+	}
+	if got := entries[0]["next"]; got != "run make test" {
+		t.Errorf("next = %q, want the Next: prefix removed", got)
+	}
+	if n := len(recapRequests(t, log)); n != 2 {
+		t.Errorf("recap requests = %d, want 2", n)
+	}
+}
+
+// TestRecapFallback: the recap model fails; a local recap is written from
+// the transcript, the user is warned with the error, and the card says it
+// is a local fallback.
+func TestRecapFallback(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "fail", "medium")
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "bash", "args": map[string]any{"command": "echo built"}},
+		{"tool": "bash", "args": map[string]any{"command": "echo tested"}},
+		{"text": "Everything is built and tested."},
+	}})
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("build and test")
+	tm.WaitFor("Everything is built and tested.")
+	tm.WaitFor("Warning: Recap: The summary model request failed: scripted recap failure: 503 Service Unavailable")
+	tm.WaitFor("2 tool calls (bash). Last answer: Everything is built and tested.")
+	if n := len(recapRequests(t, log)); n != 1 {
+		t.Errorf("recap requests = %d, want 1 (a transport failure is not retried)", n)
+	}
+	entries := recapEntries(t, e)
+	if len(entries) != 1 || entries[0]["fallback"] != true {
+		t.Fatalf("summary-recap entries = %v, want one local fallback", entries)
+	}
+	tm.Type("\x0f")
+	tm.WaitFor("faux-recap/recap-1 · medium · local fallback")
+}
+
+// TestRecapShellCancels: a command the user runs with ! while a recap is
+// pending cancels it (no recap in the quiet stretch that follows); the
+// next run's recap covers the first run, the command and the second run.
+func TestRecapShellCancels(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "good", "off")
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("first task")
+	tm.WaitFor("faux: first task")
+	tm.Submit("!echo shell-activity")
+	tm.WaitFor("shell-activity")
+	// The recap would fire 30 s after the run settled; 40 s pass quietly.
+	time.Sleep(40 * time.Second)
+	if n := len(recapRequests(t, log)); n != 0 {
+		t.Fatalf("recap requests = %d after a ! command, want 0 (the pending recap is cancelled)", n)
+	}
+	tm.Submit("second task")
+	tm.WaitFor("faux: second task")
+	reqs := waitRecapRequests(t, tm, log, 1)
+	tm.WaitFor("✦ Recap")
+	for _, want := range []string{"USER: first task", "USER SHELL (exit 0): $ echo shell-activity", "USER: second task"} {
+		if !strings.Contains(reqs[0].user(), want) {
+			t.Errorf("the recap request lacks %q:\n%s", want, reqs[0].user())
+		}
+	}
+}
+
+// TestRecapCommand: /recap changes the model (cheapest first, then the
+// reasoning level) and turns recaps off, in the private config file.
+func TestRecapCommand(t *testing.T) {
+	t.Parallel()
+	e := pitest.NewEnv(t)
+	e.Set("FAUX_RECAP", "good")
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("/recap")
+	tm.WaitFor("Change model…")
+	tm.Type("\r")
+	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
+	tm.Type("\r")
+	tm.WaitFor("Thinking Level")
+	tm.Type("\r") // the default, medium, is preselected
+	tm.WaitFor("Summary model: faux-recap/recap-1 · medium")
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	var cfg map[string]any
+	readConfig := func() {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	readConfig()
+	if cfg["provider"] != "faux-recap" || cfg["model"] != "recap-1" || cfg["reasoning"] != "medium" || cfg["enabled"] != true {
+		t.Errorf("config = %v, want faux-recap/recap-1 · medium, enabled", cfg)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, st.Mode().Perm(), err, want)
+		}
+	}
+	tm.Submit("/recap")
+	tm.WaitForCount("Disable recaps", 2)
+	tm.Type("\x1b[B\r")
+	tm.WaitFor("Recaps disabled.")
+	readConfig()
+	if cfg["enabled"] != false || cfg["provider"] != "faux-recap" {
+		t.Errorf("config after disabling = %v", cfg)
+	}
+	tm.Submit("/recap")
+	tm.WaitFor("Enable recaps")
+}

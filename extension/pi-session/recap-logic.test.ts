@@ -1,0 +1,455 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+	activity,
+	anyChildRunning,
+	cheapestFirst,
+	configPath,
+	DEFAULT_SUMMARY_CONFIG,
+	echo,
+	idleDelayMs,
+	isRecapEntryData,
+	loadSummaryConfig,
+	modelLabel,
+	onActivity,
+	parseSummaryConfig,
+	RecapAborted,
+	RecapController,
+	reportActivity,
+	RunBoundary,
+	saveSummaryConfig,
+	STATUS_TEXT,
+	SummaryError,
+	summarizeRun,
+	type Prepared,
+	type RecapEntryData,
+	type RecapHost,
+	type SummaryConfig,
+	type Timers,
+	type Verdict,
+} from "./recap-logic.ts";
+
+test("idleDelayMs: default 180 s, floor 30 s, invalid gives the default", () => {
+	assert.equal(idleDelayMs({}), 180_000);
+	assert.equal(idleDelayMs({ PI_SUMMARY_IDLE_MS: "45000" }), 45_000);
+	assert.equal(idleDelayMs({ PI_SUMMARY_IDLE_MS: "1000" }), 30_000);
+	for (const bad of ["", "abc", "-5", "0", "1.5", "1e5", "99999999999999999999"]) {
+		assert.equal(idleDelayMs({ PI_SUMMARY_IDLE_MS: bad }), 180_000, bad);
+	}
+});
+
+test("parseSummaryConfig: any invalid field gives the defaults; a missing enabled means true", () => {
+	const ok = { enabled: false, provider: " openrouter ", model: " x/y ", reasoning: "high" };
+	assert.deepEqual(parseSummaryConfig(ok), { enabled: false, provider: "openrouter", model: "x/y", reasoning: "high" });
+	assert.deepEqual(parseSummaryConfig({ provider: "p", model: "m", reasoning: "off" }), { enabled: true, provider: "p", model: "m", reasoning: "off" });
+	for (const bad of [null, 7, "x", [], { ...ok, enabled: "yes" }, { ...ok, provider: "" }, { ...ok, model: 3 }, { ...ok, reasoning: "extreme" }, { enabled: true }]) {
+		assert.deepEqual(parseSummaryConfig(bad), DEFAULT_SUMMARY_CONFIG, JSON.stringify(bad));
+	}
+});
+
+test("config file: 0600 in a 0700 directory, atomic, defaults when missing or broken, abortable", async () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-config-"));
+	try {
+		const file = configPath(path.join(dir, "agent"));
+		assert.equal(file, path.join(dir, "agent", "summaries", "config.private.json"));
+		assert.deepEqual(await loadSummaryConfig(file), DEFAULT_SUMMARY_CONFIG);
+		const cfg: SummaryConfig = { enabled: false, provider: "p", model: "m", reasoning: "low" };
+		await saveSummaryConfig(file, cfg);
+		assert.deepEqual(await loadSummaryConfig(file), cfg);
+		assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+		assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
+		assert.deepEqual(fs.readdirSync(path.dirname(file)), ["config.private.json"]);
+		fs.writeFileSync(file, "{not json");
+		assert.deepEqual(await loadSummaryConfig(file), DEFAULT_SUMMARY_CONFIG);
+		const ac = new AbortController();
+		ac.abort();
+		await assert.rejects(saveSummaryConfig(file, cfg, { signal: ac.signal }));
+		assert.equal(fs.readFileSync(file, "utf8"), "{not json", "an aborted save leaves the file");
+		assert.deepEqual(fs.readdirSync(path.dirname(file)), ["config.private.json"]);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test("RunBoundary: the first begin wins; a null leaf is a baseline too", () => {
+	const b = new RunBoundary();
+	assert.equal(b.pending(), false);
+	b.begin("a");
+	b.begin("b");
+	assert.equal(b.baseline(), "a");
+	b.clear();
+	b.begin(null);
+	assert.equal(b.pending(), true);
+	assert.equal(b.baseline(), null);
+});
+
+test("activity: children report running and settled; listeners hear changes", () => {
+	const a = { running: new Map(), listeners: new Set<() => void>() };
+	let calls = 0;
+	const off = onActivity(() => calls++, a);
+	const t1 = {}, t2 = {};
+	reportActivity(t1, true, a);
+	reportActivity(t1, true, a);
+	reportActivity(t2, true, a);
+	assert.equal(anyChildRunning(a), true);
+	reportActivity(t1, false, a);
+	assert.equal(anyChildRunning(a), true);
+	reportActivity(t2, false, a);
+	assert.equal(anyChildRunning(a), false);
+	assert.equal(calls, 4);
+	off();
+	reportActivity(t1, true, a);
+	assert.equal(calls, 4);
+	assert.equal(activity({} as any).running.size, 0);
+});
+
+// manual timers: nothing runs until the test says so.
+function manualTimers() {
+	let next = 1;
+	const pending = new Map<number, { fn: () => void; ms: number }>();
+	const timers: Timers = {
+		set: (fn, ms) => {
+			const id = next++;
+			pending.set(id, { fn, ms });
+			return id;
+		},
+		clear: (h) => pending.delete(h as number),
+	};
+	const fireAll = () => {
+		const all = [...pending.entries()];
+		pending.clear();
+		for (const [, t] of all) t.fn();
+	};
+	return { timers, pending, fireAll };
+}
+
+const prepared = (over: Partial<Prepared> = {}): Prepared => ({
+	systemPrompt: "sys",
+	userMessage: "<recent_work>\nUSER: hi\n</recent_work>",
+	empty: false,
+	gone: false,
+	leafId: "leaf",
+	entries: 2,
+	transcriptBytes: 20,
+	cut: false,
+	redactions: 0,
+	fallback: { recap: "1 tool call (`bash`).", next: "Read it." },
+	...over,
+});
+
+function fakeHost(over: Partial<RecapHost> = {}) {
+	const log = {
+		prepares: [] as { leafId: string; after: string | null }[],
+		appended: [] as RecapEntryData[],
+		status: [] as (string | undefined)[],
+		warnings: [] as string[],
+		begun: 0,
+		ended: 0,
+	};
+	const state = { idle: true, pendingMessages: false, child: false, busy: false, leaf: "L1" as string | null, config: { ...DEFAULT_SUMMARY_CONFIG, provider: "p", model: "m" } as SummaryConfig };
+	const host: RecapHost = {
+		isIdle: () => state.idle,
+		hasPendingMessages: () => state.pendingMessages,
+		leafId: () => state.leaf,
+		config: async () => state.config,
+		prepare: async (run) => {
+			log.prepares.push({ leafId: run.leafId, after: run.after });
+			return prepared();
+		},
+		summarize: async () => ({ recap: "Did it.", next: "Ship it." }),
+		append: (d) => log.appended.push(d),
+		status: (t) => log.status.push(t),
+		warn: (t) => log.warnings.push(t),
+		begin: () => {
+			if (state.busy) return false;
+			log.begun++;
+			return true;
+		},
+		end: () => log.ended++,
+		childRunning: () => state.child,
+		...over,
+	};
+	return { host, log, state };
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+const settle = async () => {
+	await flush();
+	await flush();
+};
+
+// pendingRecap is a controller whose run settled and whose timer is armed.
+function pendingRecap(over: Partial<RecapHost> = {}) {
+	const f = fakeHost(over);
+	const t = manualTimers();
+	const c = new RecapController(f.host, t.timers, () => 30_000);
+	c.sessionStart(true);
+	c.beforeAgentStart("B0");
+	c.settled();
+	return { ...f, t, c };
+}
+
+test("controller: a settled run arms the timer; firing writes one recap covering the runs since the baseline", async () => {
+	const { host, log, state } = fakeHost();
+	const t = manualTimers();
+	const c = new RecapController(host, t.timers, () => 30_000);
+	c.sessionStart(true);
+	c.settled();
+	assert.equal(c.armed(), false, "no pending run, no timer");
+	c.beforeAgentStart("B0");
+	state.leaf = "L1";
+	c.beforeAgentStart("L1"); // a second run piles up behind the first baseline
+	c.settled();
+	assert.equal(c.armed(), true);
+	assert.equal([...t.pending.values()][0].ms, 30_000);
+	t.fireAll();
+	await settle();
+	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
+	assert.deepEqual(log.appended, [{ recap: "Did it.", next: "Ship it.", provider: "p", model: "m", reasoning: "medium" }]);
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
+	assert.equal(log.begun, 1);
+	assert.equal(log.ended, 1);
+	assert.equal(c.boundary.pending(), false);
+});
+
+test("controller: user activity cancels the timer and keeps the boundary", async () => {
+	const { log, t, c } = pendingRecap();
+	c.userActivity();
+	assert.equal(c.armed(), false);
+	assert.equal(c.boundary.baseline(), "B0");
+	c.beforeAgentStart("B1");
+	c.settled();
+	t.fireAll();
+	await settle();
+	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
+	assert.equal(log.appended.length, 1);
+});
+
+test("controller: activity during a recap aborts it; nothing is written and the run stays pending", async () => {
+	let release!: () => void;
+	const { log, t, c } = pendingRecap({
+		summarize: (_p, _c, signal) =>
+			new Promise((_, reject) => {
+				release = () => reject(new RecapAborted());
+				signal.addEventListener("abort", () => release());
+			}),
+	});
+	t.fireAll();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	c.userActivity();
+	await settle();
+	assert.equal(c.inFlight(), 0);
+	assert.equal(log.appended.length, 0);
+	assert.equal(log.warnings.length, 0, "an abort is not a failure");
+	assert.equal(c.boundary.baseline(), "B0");
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
+});
+
+test("controller: the fire-time checks are the authority", async () => {
+	const cases: [string, (s: ReturnType<typeof fakeHost>["state"]) => void][] = [
+		["disabled", (s) => (s.config = { ...s.config, enabled: false })],
+		["not idle", (s) => (s.idle = false)],
+		["pending messages", (s) => (s.pendingMessages = true)],
+		["a child runs", (s) => (s.child = true)],
+	];
+	for (const [name, spoil] of cases) {
+		const { host, log, state } = fakeHost();
+		const t = manualTimers();
+		const c = new RecapController(host, t.timers, () => 30_000);
+		c.sessionStart(true);
+		c.beforeAgentStart("B0");
+		c.settled();
+		spoil(state);
+		t.fireAll();
+		await settle();
+		assert.equal(log.prepares.length, 0, name);
+		assert.equal(c.boundary.pending(), true, name);
+	}
+});
+
+test("controller: only an active (TUI, primary) session recaps", async () => {
+	const { host } = fakeHost();
+	const t = manualTimers();
+	const c = new RecapController(host, t.timers, () => 30_000);
+	c.sessionStart(false);
+	c.beforeAgentStart("B0");
+	c.settled();
+	assert.equal(c.boundary.pending(), false);
+	assert.equal(c.armed(), false);
+});
+
+test("controller: a busy arbiter slot waits for the next quiet stretch", async () => {
+	const { log, state, t, c } = pendingRecap();
+	state.busy = true;
+	t.fireAll();
+	await settle();
+	assert.equal(log.prepares.length, 0);
+	assert.equal(c.armed(), true, "re-armed");
+	state.busy = false;
+	t.fireAll();
+	await settle();
+	assert.equal(log.appended.length, 1);
+});
+
+test("controller: a gone or empty run clears the boundary without a recap; an unreachable engine keeps it", async () => {
+	for (const [p, cleared] of [[prepared({ gone: true }), true], [prepared({ empty: true }), true], [undefined, false]] as const) {
+		const { host, log } = fakeHost({ prepare: async () => p });
+		const t = manualTimers();
+		const c = new RecapController(host, t.timers, () => 30_000);
+		c.sessionStart(true);
+		c.beforeAgentStart("B0");
+		c.settled();
+		t.fireAll();
+		await settle();
+		assert.equal(log.appended.length, 0);
+		assert.equal(c.boundary.pending(), !cleared);
+	}
+});
+
+test("controller: a failed model call writes the local fallback and warns", async () => {
+	const { log, t, c } = pendingRecap({
+		summarize: async () => {
+			throw new SummaryError("The summary model request failed: 503.");
+		},
+	});
+	t.fireAll();
+	await settle();
+	assert.deepEqual(log.appended, [{ recap: "1 tool call (`bash`).", next: "Read it.", provider: "p", model: "m", reasoning: "medium", fallback: true }]);
+	assert.deepEqual(log.warnings, ["Recap: The summary model request failed: 503. A local recap was written instead."]);
+	assert.equal(c.boundary.pending(), false);
+});
+
+test("controller: a running child defers the recap; the last one settling re-arms it", async () => {
+	const { log, state, t, c } = pendingRecap();
+	state.child = true;
+	c.childActivity();
+	assert.equal(c.armed(), false);
+	state.child = false;
+	c.childActivity();
+	assert.equal(c.armed(), true);
+	t.fireAll();
+	await settle();
+	assert.equal(log.appended.length, 1);
+});
+
+test("controller: shutdown aborts, waits at most the given time, clears the status", async () => {
+	const { host, log } = fakeHost({ summarize: () => new Promise(() => {}) }); // never settles, ignores abort
+	const timers: Timers = { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
+	const c = new RecapController(host, timers, () => 30_000);
+	c.sessionStart(true);
+	c.beforeAgentStart("B0");
+	c.settled();
+	void c.fire();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	await c.shutdown(50); // returns although the recap never ends
+	assert.equal(log.status.at(-1), undefined);
+	assert.equal(c.boundary.pending(), false);
+	assert.equal(c.armed(), false);
+});
+
+// A fake model registry and engine for summarizeRun.
+function fakeCall(replies: ({ text: string; stopReason?: string; errorMessage?: string } | "hang")[], verdicts: (Verdict | undefined)[]) {
+	const calls: any[] = [];
+	const answers: any[] = [];
+	return {
+		calls,
+		answers,
+		call: {
+			find: (p: string, m: string) => (p === "p" && m === "m" ? { id: "m" } : undefined),
+			complete: async (_model: unknown, context: any, options: any) => {
+				calls.push({ context, options });
+				const r = replies[calls.length - 1];
+				if (r === "hang") {
+					await new Promise((resolve) => options.signal.addEventListener("abort", resolve));
+					return { content: [], stopReason: "aborted" };
+				}
+				return { content: [{ type: "text", text: r.text }], stopReason: r.stopReason ?? "stop", errorMessage: r.errorMessage };
+			},
+			verdict: async (a: any) => {
+				answers.push(a);
+				return verdicts[answers.length - 1];
+			},
+		},
+	};
+}
+
+const cfg = (reasoning: SummaryConfig["reasoning"]): SummaryConfig => ({ enabled: true, provider: "p", model: "m", reasoning });
+const req = { systemPrompt: "sys", userMessage: "<recent_work>x</recent_work>" };
+const ok: Verdict = { ok: true, recap: { recap: "R.", next: "N." }, retry: false, aborted: false };
+
+test("summarizeRun: options with reasoning, then a retry without it", async () => {
+	const f = fakeCall([{ text: "nope" }, { text: "{}" }], [{ ok: false, recap: { recap: "", next: "" }, retry: true, aborted: false, error: "bad" }, ok]);
+	assert.deepEqual(await summarizeRun(f.call, req, cfg("high"), new AbortController().signal), { recap: "R.", next: "N." });
+	assert.equal(f.calls.length, 2);
+	const [a, b] = f.calls.map((c) => c.options);
+	assert.equal(a.reasoning, "high");
+	assert.equal(a.maxTokens, 8000);
+	assert.equal(a.timeoutMs, 40_000);
+	assert.equal(a.maxRetries, 1);
+	assert.equal("reasoning" in b, false);
+	assert.equal(b.maxTokens, 1000);
+	assert.equal(f.calls[0].context.systemPrompt, "sys");
+	assert.deepEqual(f.calls[0].context.messages[0].content, [{ type: "text", text: "<recent_work>x</recent_work>" }]);
+	assert.deepEqual(
+		f.answers.map((x) => x.reasoning),
+		[true, false],
+	);
+});
+
+test("summarizeRun: without reasoning nothing is retried; errors are SummaryErrors", async () => {
+	const bad: Verdict = { ok: false, recap: { recap: "", next: "" }, retry: false, aborted: false, error: "The summary model did not return valid recap JSON." };
+	let f = fakeCall([{ text: "nope" }], [bad]);
+	await assert.rejects(summarizeRun(f.call, req, cfg("off"), new AbortController().signal), (e: Error) => e instanceof SummaryError && e.message === bad.error);
+	assert.equal(f.calls.length, 1);
+	assert.equal("reasoning" in f.calls[0].options, false);
+	// A transport failure is not retried even with reasoning.
+	f = fakeCall([{ text: "", stopReason: "error", errorMessage: "503" }], [{ ...bad, error: "The summary model request failed: 503" }]);
+	await assert.rejects(summarizeRun(f.call, req, cfg("medium"), new AbortController().signal), /request failed: 503/);
+	assert.equal(f.calls.length, 1);
+	// A missing model, an unreachable engine.
+	await assert.rejects(summarizeRun(f.call, req, { ...cfg("off"), model: "x" }, new AbortController().signal), /p\/x is not available; choose one with \/recap/);
+	f = fakeCall([{ text: "{}" }], [undefined]);
+	await assert.rejects(summarizeRun(f.call, req, cfg("off"), new AbortController().signal), /engine is unreachable/);
+});
+
+test("summarizeRun: an abort is RecapAborted; a slow attempt times out", async (t) => {
+	const keepAlive = setInterval(() => {}, 1000); // AbortSignal.timeout does not hold the loop open
+	t.after(() => clearInterval(keepAlive));
+	let f = fakeCall(["hang"], []);
+	const ac = new AbortController();
+	const p = summarizeRun(f.call, req, cfg("off"), ac.signal);
+	ac.abort();
+	await assert.rejects(p, (e: Error) => e instanceof RecapAborted);
+	f = fakeCall(["hang"], []);
+	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
+	f = fakeCall(["hang"], []);
+	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 5000, overallTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
+});
+
+test("model picker: cheapest output first, unknown cost last, labelled with the cost", () => {
+	const ms = [
+		{ provider: "b", id: "big", cost: { output: 15 } },
+		{ provider: "z", id: "free" },
+		{ provider: "a", id: "small", cost: { output: 0.28 } },
+		{ provider: "a", id: "zero", cost: { output: 0 } },
+	];
+	assert.deepEqual(
+		cheapestFirst(ms).map((m) => modelLabel(m)),
+		["a/small · $0.28/Mtok out", "b/big · $15.00/Mtok out", "a/zero", "z/free"],
+	);
+});
+
+test("echo: 200 characters, then the length", () => {
+	assert.equal(echo("short"), "short");
+	assert.equal(echo("é".repeat(250)), "é".repeat(200) + "…(250 chars)");
+});
+
+test("isRecapEntryData: a card needs a recap", () => {
+	assert.equal(isRecapEntryData({ recap: "R", next: "N", provider: "p", model: "m", reasoning: "off" }), true);
+	for (const bad of [undefined, null, {}, { recap: "" , next: "N"}, { recap: 3, next: "N" }, "text"]) assert.equal(isRecapEntryData(bad), false);
+});

@@ -1,0 +1,205 @@
+// The recap engine's side in pi: after a run settles and the session stays
+// quiet, a "✦ Recap" card says what the run did and the next step, written
+// by a cheap model of the user's choice. This module schedules it
+// (recap-logic.ts), calls the model through ctx.modelRegistry, appends the
+// card (a summary-recap entry, never in the model's context), draws it, and
+// offers /recap. The text work is the Go engine's: recap.prepare selects
+// the run from the session file and returns the redacted request and a
+// local fallback; recap.verdict judges the model's answer.
+import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { getAgentDir, getMarkdownTheme, ThinkingSelectorComponent } from "@earendil-works/pi-coding-agent";
+import { getSupportedThinkingLevels } from "@earendil-works/pi-ai/models";
+import { Box, Markdown, Spacer, Text } from "@earendil-works/pi-tui";
+import type { Kit } from "./kit.ts";
+import {
+	anyChildRunning,
+	cheapestFirst,
+	configPath,
+	echo,
+	isRecapEntryData,
+	loadSummaryConfig,
+	modelLabel,
+	onActivity,
+	RECAP_ENTRY,
+	RecapController,
+	reportActivity,
+	saveSummaryConfig,
+	STATUS_KEY,
+	summarizeRun,
+	type Prepared,
+	type ReasoningLevel,
+	type RecapEntryData,
+	type SummaryConfig,
+	type Verdict,
+} from "./recap-logic.ts";
+
+export function registerRecap(pi: ExtensionAPI, kit: Kit) {
+	let ctx: ExtensionContext | undefined;
+	const token = {}; // this session's entry in the child-activity registry
+	let child = false;
+	let unsubscribe: (() => void) | undefined;
+	const file = () => configPath(getAgentDir());
+
+	const controller = new RecapController({
+		isIdle: () => ctx?.isIdle() ?? false,
+		hasPendingMessages: () => ctx?.hasPendingMessages() ?? true,
+		leafId: () => ctx?.sessionManager.getLeafId() ?? null,
+		config: () => loadSummaryConfig(file()),
+		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: 30_000, signal }))?.result,
+		summarize: (p, config, signal) => {
+			const registry = ctx!.modelRegistry;
+			return summarizeRun(
+				{
+					find: (provider, model) => registry.find(provider, model),
+					complete: (model, context, options) => registry.streamSimple(model, context as any, options).result() as any,
+					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: 10_000 }))?.result,
+				},
+				p,
+				config,
+				signal,
+			);
+		},
+		append: (data) => pi.appendEntry<RecapEntryData>(RECAP_ENTRY, data),
+		status: (text) => {
+			try {
+				if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
+			} catch {
+				// a context of a session that ended
+			}
+		},
+		warn: (text) => {
+			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+		},
+		begin: () => kit.arbiter.begin("recap"),
+		end: () => kit.arbiter.end("recap"),
+		childRunning: () => anyChildRunning(),
+	});
+
+	pi.on("session_start", (_event, c) => {
+		ctx = c;
+		child = kit.hello()?.role === "child";
+		controller.sessionStart(c.mode === "tui" && !child);
+		unsubscribe?.();
+		unsubscribe = child ? undefined : onActivity(() => controller.childActivity());
+	});
+
+	// Interactive input and the user's own shell commands mean the user is
+	// back: a pending recap would land mid-turn.
+	kit.arbiter.observeInput("recap", (event) => {
+		if (event?.source === "interactive") controller.userActivity();
+	});
+	pi.on("user_bash", () => {
+		controller.userActivity();
+		return undefined;
+	});
+
+	pi.on("before_agent_start", (_event, c) => {
+		ctx = c;
+		if (child) reportActivity(token, true);
+		controller.beforeAgentStart(c.sessionManager.getLeafId() ?? null);
+		return undefined;
+	});
+
+	pi.on("agent_settled", (_event, c) => {
+		ctx = c;
+		if (child) reportActivity(token, false);
+		controller.settled();
+	});
+
+	pi.on("session_shutdown", async () => {
+		if (child) reportActivity(token, false);
+		unsubscribe?.();
+		unsubscribe = undefined;
+		await controller.shutdown();
+	});
+
+	pi.registerEntryRenderer(RECAP_ENTRY, (entry, { expanded }, theme) => {
+		const box = new Box(1, 1, (t: string) => theme.bg("customMessageBg", t));
+		const data = entry.data;
+		if (!isRecapEntryData(data)) {
+			box.addChild(new Text(theme.fg("warning", "Recap unavailable"), 0, 0));
+			return box;
+		}
+		box.addChild(new Text(theme.fg("accent", theme.bold("✦ Recap")), 0, 0));
+		box.addChild(new Spacer(1));
+		box.addChild(new Markdown(data.recap, 0, 0, getMarkdownTheme()));
+		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${data.next}`, 0, 0));
+		if (expanded) {
+			const source = `${echo(`${data.provider}/${data.model}`)} · ${data.reasoning}${data.fallback ? " · local fallback" : ""}`;
+			box.addChild(new Text(theme.fg("dim", source), 0, 0));
+		}
+		return box;
+	});
+
+	pi.registerCommand("recap", {
+		description: "Run recaps: choose the recap model and its reasoning, or turn recaps on and off",
+		handler: async (_args, c) => {
+			if (c.mode !== "tui") {
+				if (c.hasUI) c.ui.notify("Recap settings are only available in the TUI.", "info");
+				else console.error("Recap settings are only available in the TUI.");
+				return;
+			}
+			const config = await loadSummaryConfig(file());
+			const change = "Change model…";
+			const toggle = config.enabled ? "Disable recaps" : "Enable recaps";
+			const choice = await c.ui.select("Recap", [change, toggle]);
+			if (choice === change) return changeModel(c, config);
+			if (choice !== toggle) return;
+			const next = { ...config, enabled: !config.enabled };
+			try {
+				await saveSummaryConfig(file(), next);
+			} catch {
+				c.ui.notify("Could not save the private summary config.", "error");
+				return;
+			}
+			if (!next.enabled) controller.userActivity(); // cancel the armed timer, abort recaps in flight
+			c.ui.notify(next.enabled ? "Recaps enabled." : "Recaps disabled.", "info");
+		},
+	});
+
+	const changeModel = async (c: ExtensionCommandContext, config: SummaryConfig) => {
+		const model = await pickModel(c);
+		if (!model) return;
+		const reasoning = await pickReasoning(c, model, config.reasoning);
+		if (!reasoning) return;
+		const next: SummaryConfig = { ...config, provider: model.provider, model: model.id, reasoning };
+		try {
+			await saveSummaryConfig(file(), next);
+		} catch {
+			c.ui.notify("Could not save the private summary model config.", "error");
+			return;
+		}
+		c.ui.notify(`Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
+	};
+}
+
+type Model = ReturnType<ExtensionContext["modelRegistry"]["getAvailable"]>[number];
+
+// pickModel offers the available models, cheapest first.
+async function pickModel(c: ExtensionCommandContext): Promise<Model | undefined> {
+	const models = cheapestFirst(c.modelRegistry.getAvailable() as Model[]);
+	if (models.length === 0) {
+		c.ui.notify("No configured models are available for run recaps.", "warning");
+		return undefined;
+	}
+	const labels = models.map((m) => modelLabel(m));
+	const choice = await c.ui.select("Recap model", labels);
+	if (choice === undefined) return undefined;
+	return models[labels.indexOf(choice)];
+}
+
+// pickReasoning offers the levels the model supports, the current one
+// preselected when it is among them.
+async function pickReasoning(c: ExtensionCommandContext, model: Model, current: ReasoningLevel): Promise<ReasoningLevel | undefined> {
+	const levels = getSupportedThinkingLevels(model as any) as ReasoningLevel[];
+	const start = levels.includes(current) ? current : levels[0];
+	return c.ui.custom<ReasoningLevel | undefined>((_tui, _theme, _kb, done) => {
+		const selector = new ThinkingSelectorComponent(
+			start as any,
+			levels as any,
+			(level) => done(level as ReasoningLevel),
+			() => done(undefined),
+		);
+		return selector;
+	});
+}

@@ -1,0 +1,140 @@
+package recap
+
+import (
+	"strings"
+	"unicode"
+)
+
+// keyClass says how a name (a JSON key, an environment variable, a flag,
+// a header, a query parameter) marks the value it names.
+type keyClass int
+
+const (
+	keyPlain    keyClass = iota // not secret
+	keyPassword                 // any value but a placeholder is secret
+	keyToken                    // a value that looks like a credential is secret
+)
+
+// Words of a name, matched as whole words (never substrings: "totalTokens"
+// is no token, "certificate-authority-data" is no auth).
+var (
+	passwordWords = set("password", "passwd", "passphrase", "pwd", "pass", "passcode",
+		"storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass", "pgpassword", "mysqlpwd")
+	tokenWords = set("secret", "token", "credential", "credentials", "authorization", "auth", "cookie",
+		"apikey", "accesskey", "secretkey", "privatekey", "authtoken", "accesstoken", "refreshtoken",
+		"sessiontoken", "apitoken", "clientsecret", "bearertoken", "idtoken", "csrftoken", "xsrftoken",
+		"authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "sharedaccesskey",
+		"accountkey", "connectionstring", "sastoken", "pat")
+	// keyModifiers make a following "key" secret: "api key", "client key".
+	keyModifiers = set("api", "access", "secret", "private", "client", "auth", "master", "encryption",
+		"signing", "session", "license", "account", "storage", "shared", "service", "app", "admin",
+		"consumer", "webhook", "hmac", "subscription", "deploy", "ssh", "gpg", "pgp", "encrypt",
+		"decrypt", "crypto", "cipher", "aes", "jwt", "bot", "integration", "personal", "root", "sas")
+	// qualifiers as the last word say the name is about a secret without
+	// holding one: "tokenCount", "password_file", "secretName".
+	qualifiers = set("count", "counts", "limit", "limits", "type", "types", "kind", "usage", "used",
+		"estimate", "estimated", "budget", "length", "len", "size", "index", "idx", "id", "ids", "name",
+		"names", "ref", "refs", "file", "files", "path", "paths", "dir", "env", "var", "variable",
+		"prompt", "stdin", "expiry", "expires", "expiration", "ttl", "lifetime", "field", "fields",
+		"param", "params", "url", "uri", "endpoint", "policy", "rotation", "required", "enabled",
+		"disabled", "hint", "format", "mode", "version", "min", "max", "total", "source", "location",
+		"label", "description", "provider", "manager", "method", "scope", "scopes", "issuer", "audience",
+		"strategy", "placeholder", "pattern", "regex", "prefix", "suffix", "bytes", "chars",
+		"encoding", "algorithm", "alg", "schema", "template", "arn", "command", "cmd", "helper",
+		"store", "storage", "reset", "changed", "set", "valid", "invalid", "missing", "error", "errors",
+		"rule", "rules", "check", "strength", "age", "created", "updated", "at", "header", "headers",
+		"key", "mount", "volume", "class", "uid", "user", "username", "login")
+)
+
+func set(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// classifyKey says whether name marks a secret value.
+func classifyKey(name string) keyClass {
+	words := splitWords(name)
+	if len(words) == 0 {
+		return keyPlain
+	}
+	last := len(words) - 1
+	class := keyPlain
+	for i, w := range words {
+		c := keyPlain
+		switch {
+		case passwordWords[w]:
+			c = keyPassword
+		case tokenWords[w]:
+			c = keyToken
+		case w == "key" && i > 0 && keyModifiers[words[i-1]]:
+			c = keyToken
+		}
+		if c == keyPlain {
+			continue
+		}
+		// A qualifier after the secret word turns the name into one about
+		// the secret ("password_file", "token_count"), unless the secret
+		// word itself is last ("secret", "api_key").
+		if i < last && qualifiers[words[last]] && !(words[last] == "key" && keyModifiers[words[last-1]]) {
+			// "secret_key" ends in key: handled above as a modifier pair.
+			continue
+		}
+		if c > class || class == keyPlain {
+			class = c
+		}
+		if class == keyPassword {
+			break
+		}
+	}
+	return class
+}
+
+// splitWords splits a name into lowercase words at separators and at
+// camelCase boundaries: "X-Api-Key" -> x api key, "AWSSecretAccessKey" ->
+// aws secret access key, "client_secret" -> client secret.
+func splitWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case unicode.IsLetter(r):
+			if unicode.IsUpper(r) && len(cur) > 0 {
+				prev := rs[i-1]
+				nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+				if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+					flush()
+				}
+			}
+			cur = append(cur, r)
+		case unicode.IsDigit(r):
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return words
+}
+
+// passIsCount reports whether name's only password word is "pass", whose
+// numbers are counts ({"pass": 12, "fail": 0}) rather than passwords.
+func passIsCount(name string) bool {
+	pass := false
+	for _, w := range splitWords(name) {
+		if passwordWords[w] && w != "pass" {
+			return false
+		}
+		pass = pass || w == "pass"
+	}
+	return pass
+}

@@ -1,0 +1,1312 @@
+package recap
+
+import (
+	"encoding/base64"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// What a secret is replaced with. Neither text matches any rule, so
+// redacting twice changes nothing.
+const (
+	Redacted           = "[REDACTED]"
+	RedactedPrivateKey = "[REDACTED PRIVATE KEY]"
+)
+
+// Redact returns s with the secrets it finds replaced by [Redacted], and
+// how many it replaced. It looks for secrets by shape (provider tokens,
+// private keys, JWTs, credentials in URLs, Authorization headers, bearer
+// tokens), by the name they are assigned to (key=value, key: value,
+// "key": "value", <key>value</key>, netrc, command-line flags), inside
+// base64-encoded text, and across a line break or a string concatenation
+// that splits a token in two. Names match as whole words: "totalTokens" is
+// not a token. s should be text as a person reads it (JSON-unescaped);
+// escaped text is handled as well as the rules allow.
+func Redact(s string) (string, int) {
+	hits := findSecrets(s, 0)
+	if len(hits) == 0 {
+		return s, 0
+	}
+	return apply(s, hits)
+}
+
+// hit is a range of s to replace.
+type hit struct {
+	start, end int
+	repl       string
+}
+
+// apply replaces the hits, merging those that overlap or touch.
+func apply(s string, hits []hit) (string, int) {
+	slices.SortFunc(hits, func(a, b hit) int { return a.start - b.start })
+	merged := hits[:0]
+	for _, h := range hits {
+		if h.end <= h.start {
+			continue
+		}
+		if n := len(merged); n > 0 && h.start <= merged[n-1].end {
+			last := &merged[n-1]
+			last.end = max(last.end, h.end)
+			if h.repl == RedactedPrivateKey {
+				last.repl = RedactedPrivateKey
+			}
+			continue
+		}
+		merged = append(merged, h)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	for _, h := range merged {
+		b.WriteString(s[prev:h.start])
+		b.WriteString(h.repl)
+		prev = h.end
+	}
+	b.WriteString(s[prev:])
+	return b.String(), len(merged)
+}
+
+// finder collects the secrets of one text.
+type finder struct {
+	s     string
+	lower string // s with ASCII letters in lower case (same length), for quick checks
+	hits  []hit
+	depth int // base64 nesting: decoded text is searched at most twice over
+}
+
+func findSecrets(s string, depth int) []hit {
+	f := &finder{s: s, lower: asciiLower(s), depth: depth}
+	f.privateKeys()
+	f.matchTokens(s, nil)
+	f.urls()
+	f.keyValues()
+	f.xmlTags()
+	f.bearer()
+	f.netrc()
+	f.flags()
+	f.base64(s, nil)
+	f.joined()
+	return f.hits
+}
+
+func (f *finder) add(start, end int, repl string) {
+	if end > start {
+		f.hits = append(f.hits, hit{start, end, repl})
+	}
+}
+
+// covered reports whether i lies inside a hit found so far.
+func (f *finder) covered(i int) bool {
+	for _, h := range f.hits {
+		if h.start <= i && i < h.end {
+			return true
+		}
+	}
+	return false
+}
+
+// privateKeys finds PEM, OpenSSH and PGP private key blocks, ended by their
+// END line or, when that is missing (a cut, head -5), by the first line
+// that cannot belong to the block; and the private lines of PuTTY keys.
+func (f *finder) privateKeys() {
+	s := f.s
+	begins := pemBeginRE.FindAllStringIndex(s, -1)
+	if len(begins) == 0 {
+		return
+	}
+	ends := pemEndRE.FindAllStringIndex(s, -1)
+	next := 0 // the first END line after the current BEGIN
+	covered := 0
+	for _, m := range begins {
+		if m[0] < covered {
+			continue
+		}
+		for next < len(ends) && ends[next][0] < m[1] {
+			next++
+		}
+		end := m[1] + keyBodyLen(s[m[1]:])
+		if next < len(ends) && ends[next][0] <= end+1 {
+			end = ends[next][1] // the body runs up to its END line
+		}
+		f.add(m[0], end, RedactedPrivateKey)
+		covered = end
+	}
+	for _, m := range puttyRE.FindAllStringIndex(s, -1) {
+		end := m[1] + keyBodyLen(s[m[1]:])
+		if i := strings.Index(s[m[1]:], "Private-MAC:"); i >= 0 && i <= end-m[1]+2 {
+			end = m[1] + i + len("Private-MAC:") + lineLen(s[m[1]+i+len("Private-MAC:"):])
+		}
+		f.add(m[1], end, RedactedPrivateKey)
+	}
+}
+
+// keyBodyLen is the length of the key body at the start of s: lines of
+// base64 and header lines ("Proc-Type: 4,ENCRYPTED"), with real or escaped
+// line breaks.
+func keyBodyLen(s string) int {
+	const maxLine = 256 // PEM lines have 64 characters, headers a few dozen
+	i := 0
+	for i < len(s) {
+		j := i
+		for j < len(s) && s[j] != '\n' && !(s[j] == '\\' && j+1 < len(s) && (s[j+1] == 'n' || s[j+1] == 'r')) {
+			j++
+			if j-i > maxLine {
+				return i
+			}
+		}
+		line := strings.TrimSpace(s[i:j])
+		if !(isBase64Line(line) || isHeaderLine(line)) {
+			return i
+		}
+		// Step over the line break.
+		switch {
+		case j >= len(s):
+			return j
+		case s[j] == '\n':
+			j++
+		default:
+			j += 2
+		}
+		i = j
+	}
+	return i
+}
+
+func isBase64Line(line string) bool {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if !(isAlnum(c) || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+func isHeaderLine(line string) bool {
+	k, v, ok := strings.Cut(line, ": ")
+	if !ok || k == "" || v == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !(isAlnum(k[i]) || k[i] == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func lineLen(s string) int {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+// matchTokens finds provider tokens in t. back maps a range of t to a
+// range of f.s (nil when t is f.s).
+func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
+	found := func(a, b int) {
+		ok := true
+		if back != nil {
+			a, b, ok = back(a, b)
+		}
+		if ok {
+			f.add(a, b, Redacted)
+		}
+	}
+	// A token starts a word: try the rules whose prefix starts with the
+	// word's first byte. After a match the scan goes on at its end, so a
+	// run of prefixes (sk-sk-sk-...) costs one match, not one each.
+	for i := 0; i < len(t); i++ {
+		rs := rulesByFirst[t[i]]
+		if len(rs) == 0 || i > 0 && isWordByte(t[i-1]) {
+			continue
+		}
+		end := 0
+		for _, ri := range rs {
+			r := &tokenRules[ri]
+			if !strings.HasPrefix(t[i:], r.prefix) {
+				continue
+			}
+			if m := r.rx.FindStringIndex(t[i:]); m != nil {
+				// The rest of the word goes with it: a fixed-length format
+				// followed by more characters is still a credential. (Not in
+				// the joined view, where the next line's word follows.)
+				e := i + m[1]
+				for back == nil && e < len(t) && isWordByte(t[e]) {
+					e++
+				}
+				found(i, e)
+				end = max(end, e)
+			}
+		}
+		if end > i {
+			i = end - 1
+		}
+	}
+	for _, ri := range needleRules {
+		r := &tokenRules[ri]
+		if !strings.Contains(t, r.needle) {
+			continue
+		}
+		for _, m := range r.rx.FindAllStringIndex(t, -1) {
+			if m[0] == 0 || !isWordByte(t[m[0]-1]) {
+				found(m[0], m[1])
+			}
+		}
+	}
+}
+
+// urls finds passwords in URLs (scheme://user:password@host) and tokens
+// used as the whole user information (https://<token>@host).
+func (f *finder) urls() {
+	s := f.s
+	for off := 0; off < len(s); {
+		k := strings.Index(s[off:], "://")
+		if k < 0 {
+			return
+		}
+		p := off + k
+		off = p + 3
+		a := p
+		for a > 0 && (isAlnum(s[a-1]) || s[a-1] == '+' || s[a-1] == '.' || s[a-1] == '-') {
+			a--
+		}
+		if p-a < 2 || !isLetter(s[a]) {
+			continue // no scheme
+		}
+		// The authority ends at a path, a space or a quote; a password may
+		// hold an unencoded # or ? (postgres://app:pa#ss@db).
+		hs, he := p+3, p+3
+		for he < len(s) && strings.IndexByte("/\"'<>` \t\r\n", s[he]) < 0 {
+			he++
+		}
+		at := strings.LastIndexByte(s[hs:he], '@')
+		if at < 0 {
+			continue
+		}
+		ui := s[hs : hs+at]
+		if user, pass, ok := strings.Cut(ui, ":"); ok {
+			if pass != "" && !placeholder(pass) && !(isDigits(pass) && user == "") {
+				f.add(hs+len(user)+1, hs+at, Redacted)
+			}
+			continue
+		}
+		if len(ui) >= 16 && credentialLike(ui) && !placeholder(ui) {
+			f.add(hs, hs+at, Redacted)
+		}
+	}
+}
+
+// maxValue bounds how far a value is read: a secret is shorter, and an
+// unclosed quote must not make every assignment read to the end.
+const maxValue = 4096
+
+// keyValues finds values assigned to secret-like names.
+// The assignments keyValues knows: key=value, key: value, "key": value,
+// key := value, 'key' => value, $key = value, key == value.
+func (f *finder) keyValues() {
+	s := f.s
+	for off := 0; off < len(s); {
+		k := strings.IndexAny(s[off:], ":=")
+		if k < 0 {
+			return
+		}
+		p := off + k
+		// The separator.
+		sepEnd := p + 1
+		switch {
+		case s[p] == ':' && sepEnd < len(s) && s[sepEnd] == '=':
+			sepEnd++
+		case s[p] == '=' && sepEnd < len(s) && s[sepEnd] == '>':
+			sepEnd++
+		case s[p] == '=':
+			for sepEnd < len(s) && sepEnd-p < 3 && s[sepEnd] == '=' {
+				sepEnd++
+			}
+		}
+		off = sepEnd
+		sep := s[p:sepEnd]
+		if p > 0 && (s[p-1] == '=' || s[p-1] == '!' || s[p-1] == '<' || s[p-1] == '>' || s[p-1] == ':') {
+			continue // the second character of a longer operator
+		}
+		// The key before it: optionally quoted, optionally $ or @.
+		e := p
+		for e > 0 && (s[e-1] == ' ' || s[e-1] == '\t') {
+			e--
+		}
+		quoted := e > 0 && (s[e-1] == '"' || s[e-1] == '\'')
+		if quoted {
+			e--
+			if e > 0 && s[e-1] == '\\' {
+				e--
+			}
+		}
+		b := e
+		for b > 0 && isNameByte(s[b-1]) && s[b-1] != '$' {
+			b--
+		}
+		if b == e || !(isLetter(s[b]) || s[b] == '_') {
+			continue
+		}
+		key := s[b:e]
+		start := b
+		if start > 0 && (s[start-1] == '$' || s[start-1] == '@') {
+			start--
+		}
+		if quoted && start > 0 && (s[start-1] == '"' || s[start-1] == '\'') {
+			start--
+			if start > 0 && s[start-1] == '\\' {
+				start--
+			}
+		}
+		if start > 0 && isNameByte(s[start-1]) {
+			continue // inside a longer name
+		}
+		class := keyPlain
+		if mayNameSecret(f.lower[b:e]) {
+			class = classifyKey(key)
+		}
+		if class == keyPlain {
+			if start > 0 && (s[start-1] == '?' || s[start-1] == '&') && sep == "=" && urlSecretParams[strings.ToLower(key)] {
+				class = keyToken
+			} else {
+				continue
+			}
+		}
+		if sep == ":" && strings.HasPrefix(s[sepEnd:], "//") {
+			continue // a URL's scheme
+		}
+		v := sepEnd
+		for v < len(s) && (s[v] == ' ' || s[v] == '\t') {
+			v++
+		}
+		if class == keyPassword && passIsCount(key) && isDigits(s[v:v+valueRunLen(s[v:])]) {
+			continue // test counts: "pass": 12
+		}
+		if end := f.value(v, class, sep, start > 0 && (s[start-1] == '?' || s[start-1] == '&')); end > off {
+			off = end // what a secret value holds is redacted with it
+		}
+	}
+}
+
+// mayNameSecret is a quick check before classifyKey: the lower-case name
+// holds one of the secret words' stems.
+func mayNameSecret(lower string) bool {
+	for _, stem := range []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "cookie", "pat", "connectionstring"} {
+		if strings.Contains(lower, stem) {
+			return true
+		}
+	}
+	return false
+}
+
+// value adds the value starting at s[i] if it is a secret for its class
+// and returns where the value ends (0 when it adds nothing).
+func (f *finder) value(i int, class keyClass, sep string, query bool) int {
+	s := f.s
+	vs, ve, quoted := valueExtent(s, i, query)
+	if ve <= vs {
+		return 0
+	}
+	v := s[vs:ve]
+	if class == keyToken && !quoted {
+		// Authorization: Basic <credential> (an unquoted value is one word).
+		if scheme := strings.ToLower(v); authSchemes[scheme] || authRestOfLine[scheme] {
+			cs := ve
+			for cs < len(s) && (s[cs] == ' ' || s[cs] == '\t') {
+				cs++
+			}
+			if cs == ve {
+				return 0 // the scheme alone, no credential after it
+			}
+			ce := cs + valueRunLen(s[cs:])
+			if authRestOfLine[scheme] {
+				ce = cs + lineLen(s[cs:])
+			}
+			if c := s[cs:ce]; c != "" && !placeholder(c) {
+				f.add(cs, ce, Redacted)
+				return ce
+			}
+			return 0
+		}
+	}
+	if class == keyToken {
+		// "Authorization": "Basic <credential>".
+		scheme, rest, ok := strings.Cut(v, " ")
+		if ok && authSchemes[strings.ToLower(scheme)] {
+			rest = strings.TrimLeft(rest, " ")
+			cs := ve - len(rest)
+			ce := cs
+			for ce < ve && s[ce] != ' ' {
+				ce++
+			}
+			if !quoted {
+				ce = cs + valueRunLen(s[cs:])
+			}
+			if c := s[cs:ce]; c != "" && !placeholder(c) {
+				f.add(cs, ce, Redacted)
+				return ce
+			}
+			return 0
+		}
+		if ok && authRestOfLine[strings.ToLower(scheme)] {
+			cs := vs + len(scheme) + 1
+			ce := ve
+			if !quoted {
+				ce = vs + lineLen(s[vs:])
+			}
+			f.add(cs, ce, Redacted)
+			return ce
+		}
+	}
+	if placeholder(v) {
+		return 0
+	}
+	if class == keyToken && !credentialLike(continuationRE.ReplaceAllString(v, "")) {
+		return 0
+	}
+	if sep == ":" && !quoted && isProse(v, s[ve:]) {
+		return 0 // "Password: The password must be ..."
+	}
+	f.add(vs, ve, Redacted)
+	return ve
+}
+
+// valueExtent finds the value that starts at s[i]: a quoted string (and
+// the literals concatenated to it: "ab" + "cd", 'ab' 'cd'), or an unquoted
+// run, which a shell line continuation extends. It returns an empty range
+// for no value or a structure ({, [).
+func valueExtent(s string, i int, query bool) (start, end int, quoted bool) {
+	if i >= len(s) {
+		return i, i, false
+	}
+	c := s[i]
+	escaped := c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'')
+	if c == '"' || c == '\'' || c == '`' || escaped {
+		q := s[i : i+1]
+		if escaped {
+			q = s[i : i+2]
+		}
+		start = i + len(q)
+		end = closeQuote(s, start, q)
+		for {
+			next := end + len(q)
+			if next > len(s) {
+				break
+			}
+			g := concatGlue(s, next)
+			if g == 0 {
+				break
+			}
+			q2 := s[next+g-1 : next+g]
+			e2 := closeQuote(s, next+g, q2)
+			end, q = e2, q2
+		}
+		return start, end, true
+	}
+	switch c {
+	case '{', '[', '(', '\n', '\r':
+		return i, i, false
+	}
+	end = i
+	for {
+		n := valueRunLen(s[end:])
+		if query {
+			n = min(n, strings.IndexByte(s[end:end+n]+"&", '&'))
+		}
+		end += n
+		// A shell line continuation: "secret\<newline>  more".
+		if end > i && end+1 < len(s) && s[end] == '\\' && s[end+1] == '\n' {
+			j := end + 2
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			if j < len(s) && !isStopByte(s[j]) {
+				end = j
+				continue
+			}
+		}
+		break
+	}
+	for end > i && strings.IndexByte(")]}.", s[end-1]) >= 0 {
+		end--
+	}
+	return i, end, false
+}
+
+// valueRunLen is the length of the unquoted value at the start of s.
+func valueRunLen(s string) int {
+	j := 0
+	for j < len(s) && j < maxValue && !isStopByte(s[j]) {
+		if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("nrt\"'\n", s[j+1]) >= 0 {
+			break // an escaped line break or quote ends it, as does a continuation
+		}
+		j++
+	}
+	return j
+}
+
+func isStopByte(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', ';', '<', '>':
+		return true
+	}
+	return false
+}
+
+// closeQuote returns the index of the quote q that closes a string whose
+// text starts at s[i], or the end of the line when it is not closed (a
+// cut): the rest of the line is then the value.
+func closeQuote(s string, i int, q string) int {
+	limit := min(len(s), i+maxValue)
+	for j := i; j < limit; j++ {
+		switch {
+		case strings.HasPrefix(s[j:], q):
+			return j
+		case s[j] == '\\' && len(q) == 1:
+			j++
+		case s[j] == '\n' && q != "`":
+			return j
+		}
+	}
+	return limit
+}
+
+// concatGlue returns the length of what joins two string literals at s[i]
+// (after a closing quote), up to and including the next opening quote:
+// ` + "`, ` "`, `" \<newline> "`, ` ..'`; 0 if none does.
+func concatGlue(s string, i int) int {
+	j := i
+	skip := func() {
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+	}
+	skip()
+	op := false
+	if j < len(s) && (s[j] == '+' || s[j] == '.' || s[j] == '&') {
+		j++
+		if j < len(s) && s[j] == '.' {
+			j++
+		}
+		op = true
+	}
+	skip()
+	if j < len(s) && s[j] == '\\' {
+		j++
+	}
+	if j < len(s) && s[j] == '\r' {
+		j++
+	}
+	nl := false
+	if j < len(s) && s[j] == '\n' {
+		j++
+		nl = true
+	}
+	skip()
+	if !op && j < len(s) && (s[j] == '+' || s[j] == '.') {
+		j++
+		op = true
+		skip()
+	}
+	if j >= len(s) || (s[j] != '"' && s[j] != '\'' && s[j] != '`') {
+		return 0
+	}
+	if j == i && !op && !nl {
+		return 0 // "ab""cd" is not two literals in most languages
+	}
+	if j+1 >= len(s) || isStopByte(s[j+1]) {
+		return 0
+	}
+	return j + 1 - i
+}
+
+// xmlTags finds <password>secret</password> and the like.
+func (f *finder) xmlTags() {
+	s := f.s
+	for _, m := range xmlTagRE.FindAllStringSubmatchIndex(s, -1) {
+		name := s[m[2]:m[3]]
+		if i := strings.LastIndexByte(name, ':'); i >= 0 {
+			name = name[i+1:]
+		}
+		class := classifyKey(name)
+		if class == keyPlain {
+			continue
+		}
+		vs := m[1]
+		ve := min(len(s), vs+maxValue)
+		if k := strings.IndexByte(s[vs:ve], '<'); k >= 0 {
+			ve = vs + k
+		}
+		if nl := strings.IndexByte(s[vs:ve], '\n'); nl >= 0 && !strings.Contains(s[vs:min(len(s), vs+4096)], "</") {
+			ve = vs + nl
+		}
+		v := strings.TrimSpace(s[vs:ve])
+		if v == "" || placeholder(v) || class == keyToken && !credentialLike(v) {
+			continue
+		}
+		f.add(vs, ve, Redacted)
+	}
+}
+
+// bearer finds "Bearer <token>" outside headers.
+func (f *finder) bearer() {
+	if !strings.Contains(f.lower, "bearer") {
+		return
+	}
+	for _, m := range bearerRE.FindAllStringSubmatchIndex(f.s, -1) {
+		v := f.s[m[2]:m[3]]
+		if len(v) >= 8 && credentialLike(v) && !placeholder(v) {
+			f.add(m[2], m[3], Redacted)
+		}
+	}
+}
+
+// netrc finds "password secret" on the lines of a netrc file.
+func (f *finder) netrc() {
+	s := f.s
+	if !strings.Contains(f.lower, "pass") {
+		return
+	}
+	for off := 0; off < len(s); {
+		n := lineLen(s[off:])
+		line := s[off : off+n]
+		trimmed := strings.ToLower(strings.TrimSpace(line))
+		if netrcLineRE.MatchString(line) || strings.HasPrefix(trimmed, "password ") || strings.HasPrefix(trimmed, "passwd ") {
+			for _, m := range netrcRE.FindAllStringSubmatchIndex(line, -1) {
+				if v := line[m[2]:m[3]]; !placeholder(v) {
+					f.add(off+m[2], off+m[3], Redacted)
+				}
+			}
+		}
+		off += n + 1
+	}
+}
+
+// base64 finds base64 runs of t whose decoded text holds a secret.
+func (f *finder) base64(t string, back func(a, b int) (int, int, bool)) {
+	if f.depth >= 2 {
+		return
+	}
+	for i := 0; i < len(t); {
+		if !isBase64Byte(t[i]) {
+			i++
+			continue
+		}
+		a := i
+		for i < len(t) && isBase64Byte(t[i]) {
+			i++
+		}
+		for n := 0; i < len(t) && n < 2 && t[i] == '='; n++ {
+			i++
+		}
+		b := i
+		run := t[a:b]
+		if len(run) < 24 || isHex(run) {
+			continue // hashes and ids, which decode to no text
+		}
+		dec, ok := decodeBase64(run)
+		if !ok || len(dec) < 12 || !mostlyText(dec) {
+			continue
+		}
+		if len(findSecrets(dec, f.depth+1)) == 0 {
+			continue
+		}
+		ok = true
+		if back != nil {
+			a, b, ok = back(a, b)
+		}
+		if ok {
+			f.add(a, b, Redacted)
+		}
+	}
+}
+
+func decodeBase64(run string) (string, bool) {
+	run = strings.TrimRight(run, "=")
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(run, "-_") {
+		if strings.ContainsAny(run, "+/") {
+			return "", false
+		}
+		enc = base64.RawURLEncoding
+	}
+	if len(run)%4 == 1 {
+		run = run[:len(run)-1]
+	}
+	b, err := enc.DecodeString(run)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// mostlyText reports whether s is UTF-8 text: at least 90% printable
+// characters or whitespace.
+func mostlyText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	n, good := 0, 0
+	for _, r := range s {
+		n++
+		if unicode.IsPrint(r) || r == '\n' || r == '\t' || r == '\r' {
+			good++
+		}
+	}
+	return good*10 >= n*9
+}
+
+// joined searches a view of the text with line breaks and string
+// concatenations between token characters removed, for a token wrapped
+// across two lines or split across literals ("sk-ant-" + "api03-...").
+//
+// Only glue after a run of token characters that may be the first part of
+// a token (it holds a token prefix, or is 16 base64 characters or more) is
+// removed: ordinary line ends stay, and most texts need no joined view.
+func (f *finder) joined() {
+	s := f.s
+	type cut struct{ at, n int } // glue of n bytes at s[at]
+	var cuts []cut
+	for off := 0; off < len(s); {
+		k := strings.IndexAny(s[off:], "\n\"'`\\")
+		if k < 0 {
+			break
+		}
+		i := off + k
+		off = i + 1
+		if i == 0 || !isTokenByte(s[i-1]) || !mayContinue(s[:i]) {
+			continue
+		}
+		g := lineGlue(s, i)
+		if g == 0 && (s[i] == '"' || s[i] == '\'' || s[i] == '`') {
+			if c := concatGlue(s, i+1); c > 0 {
+				g = 1 + c
+			}
+		}
+		if g > 0 && i+g < len(s) && isTokenByte(s[i+g]) {
+			cuts = append(cuts, cut{i, g})
+			off = i + g
+		}
+	}
+	if len(cuts) == 0 {
+		return
+	}
+	// The joined text, and where each of its pieces starts in s.
+	var b strings.Builder
+	b.Grow(len(s))
+	type piece struct{ j, s int }
+	pieces := make([]piece, 0, len(cuts)+1)
+	prev := 0
+	for _, c := range cuts {
+		pieces = append(pieces, piece{b.Len(), prev})
+		b.WriteString(s[prev:c.at])
+		prev = c.at + c.n
+	}
+	pieces = append(pieces, piece{b.Len(), prev})
+	b.WriteString(s[prev:])
+	j := b.String()
+	orig := func(x int) int { // the index in s of j[x]
+		k := sort.Search(len(pieces), func(i int) bool { return pieces[i].j > x }) - 1
+		return pieces[k].s + x - pieces[k].j
+	}
+	back := func(a, e int) (int, int, bool) {
+		oa, ob := orig(a), orig(e-1)+1
+		if ob-oa == e-a {
+			return 0, 0, false // no glue inside: the plain view found it or it is no token
+		}
+		return oa, ob, true
+	}
+	f.matchTokens(j, back)
+	f.base64(j, back)
+}
+
+// mayContinue reports whether the run of token characters that ends s may
+// be the first part of a token wrapped or split after it.
+func mayContinue(s string) bool {
+	a := len(s)
+	for a > 0 && isTokenByte(s[a-1]) && len(s)-a < 512 {
+		a--
+	}
+	run := s[a:]
+	if len(run) >= 16 {
+		return true
+	}
+	for i := 0; i < len(run); i++ {
+		if i > 0 && isWordByte(run[i-1]) {
+			continue
+		}
+		for _, ri := range rulesByFirst[run[i]] {
+			p := tokenRules[ri].prefix
+			if strings.HasPrefix(run[i:], p) || strings.HasPrefix(p, run[i:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lineGlue returns the length of a line break at s[i] that may wrap a
+// token: an optional continuation backslash, the break (or an escaped \n
+// in JSON text) and the next line's indentation.
+func lineGlue(s string, i int) int {
+	j := i
+	if j < len(s) && s[j] == '\\' && j+1 < len(s) && (s[j+1] == '\n' || s[j+1] == '\r') {
+		j++
+	}
+	switch {
+	case strings.HasPrefix(s[j:], "\r\n"):
+		j += 2
+	case j < len(s) && s[j] == '\n':
+		j++
+	case strings.HasPrefix(s[j:], `\r\n`):
+		j += 4
+	case strings.HasPrefix(s[j:], `\n`):
+		j += 2
+	default:
+		return 0
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j - i
+}
+
+// flags finds passwords given on command lines: --password=x,
+// --password x, -p x and -px for the commands whose -p takes a password,
+// -u user:password, pass:x (openssl), /p:x (xfreerdp), and argv arrays
+// (["--token", "x"]).
+func (f *finder) flags() {
+	s := f.s
+	if !strings.ContainsAny(s, "-/") && !strings.Contains(s, "pass:") {
+		return
+	}
+	// One pass marks the words that can start a flag rule; only the lines
+	// holding one are split into words (most lines of a build log have
+	// flags, -O2 -Wall, but none that can hold a secret).
+	lower := f.lower
+	var marks []int
+	for i := 0; i < len(lower); {
+		if c := lower[i]; c == '\\' && i+1 < len(lower) && strings.IndexByte("nrt", lower[i+1]) >= 0 {
+			i += 2
+			continue
+		} else if isFlagSep(c) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(lower) && !isFlagSep(lower[j]) && !(lower[j] == '\\' && j+1 < len(lower) && strings.IndexByte("nrt", lower[j+1]) >= 0) {
+			j++
+		}
+		if flagWordMatters(lower[i:j]) {
+			marks = append(marks, i)
+		}
+		i = j
+	}
+	k := 0
+	for off := 0; off < len(s) && k < len(marks); {
+		n := logicalLineLen(s[off:])
+		for k < len(marks) && marks[k] < off {
+			k++
+		}
+		if k < len(marks) && marks[k] < off+n {
+			f.flagLine(off, s[off:off+n])
+		}
+		off += n + 1
+	}
+}
+
+func isFlagSep(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ',', '(', ')', '[', ']', '{', '}', '|', ';', '&', '=', '<', '>':
+		return true
+	}
+	return false
+}
+
+// flagWordMatters reports whether a lower-case word can start a flag
+// rule: a flag named with a secret word's stem, a user:password flag, a
+// pass:/p: value, or a command whose short flags take a password.
+func flagWordMatters(w string) bool {
+	if strings.HasPrefix(w, "-") {
+		name := strings.TrimLeft(w, "-")
+		if userPassFlags[name] || name == "u" {
+			return true
+		}
+		for _, st := range []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "cookie"} {
+			if strings.Contains(name, st) {
+				return true
+			}
+		}
+		return false
+	}
+	if strings.HasPrefix(w, "pass:") || strings.HasPrefix(w, "/p:") || strings.HasPrefix(w, "/password:") {
+		return true
+	}
+	base := w[strings.LastIndexByte(w, '/')+1:]
+	_, ok := passwordCommands[base]
+	return ok || loginCommands[base]
+}
+
+// logicalLineLen is the length of the line at the start of s, continued
+// past backslash-newlines.
+func logicalLineLen(s string) int {
+	i := 0
+	for {
+		n := lineLen(s[i:])
+		if i+n < len(s) && n > 0 && s[i+n-1] == '\\' {
+			i += n + 1
+			continue
+		}
+		return i + n
+	}
+}
+
+// word is a word of a command line: its text without quotes and brackets,
+// at s[start:end]; brk marks a command separator (|, ;, &&, ||).
+type word struct {
+	start, end int
+	brk        bool
+	quoted     bool // came in quotes: may hold a command line itself
+}
+
+func shellWords(line string, off int) []word {
+	var ws []word
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line) && (line[i+1] == 'n' || line[i+1] == 'r'):
+			// An escaped line break (printf, echo -e, JSON) ends a command.
+			ws = append(ws, word{brk: true})
+			i += 2
+			continue
+		case c == '\\' && i+1 < len(line) && line[i+1] == 't':
+			i += 2
+			continue
+		case c == ' ' || c == '\t' || c == ',' || c == '\\' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '|' || c == ';' || c == '&' || c == '(' || c == ')':
+			ws = append(ws, word{brk: true})
+			i++
+			continue
+		}
+		start := i
+		for start < len(line) && strings.IndexByte("[{", line[start]) >= 0 {
+			start++
+		}
+		if start < len(line) && (line[start] == '"' || line[start] == '\'') {
+			q := line[start]
+			end := start + 1
+			for end < len(line) && line[end] != q {
+				if line[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			ws = append(ws, word{start: off + start + 1, end: off + min(end, len(line)), quoted: true})
+			i = end + 1
+			for i < len(line) && strings.IndexByte("]},", line[i]) >= 0 {
+				i++
+			}
+			continue
+		}
+		end := start
+		for end < len(line) && !strings.ContainsRune(" \t,|;&\n\r", rune(line[end])) &&
+			!(line[end] == '\\' && end+1 < len(line) && strings.IndexByte("nrt", line[end+1]) >= 0) {
+			end++
+		}
+		i = max(end, start+1)
+		e := end
+		for e > start && strings.IndexByte(`"']})`, line[e-1]) >= 0 {
+			e--
+		}
+		if e > start {
+			ws = append(ws, word{start: off + start, end: off + e})
+		}
+	}
+	return ws
+}
+
+func (f *finder) flagLine(off int, line string) {
+	f.flagWords(shellWords(line, off), 0)
+}
+
+func (f *finder) flagWords(ws []word, depth int) {
+	s := f.s
+	cmd, login := "", false
+	text := func(w word) string { return s[w.start:w.end] }
+	nextValue := func(i int) (word, bool) {
+		if i+1 < len(ws) && !ws[i+1].brk {
+			if v := text(ws[i+1]); v != "" && v[0] != '-' {
+				return ws[i+1], true
+			}
+		}
+		return word{}, false
+	}
+	secretValue := func(class keyClass, start, end int) {
+		v := s[start:end]
+		if v == "" || placeholder(v) || class == keyToken && !credentialLike(v) {
+			return
+		}
+		f.add(start, end, Redacted)
+	}
+	userPass := func(start, end int, sep byte) {
+		v := s[start:end]
+		i := strings.IndexByte(v, sep)
+		if i < 0 || i == len(v)-1 {
+			return
+		}
+		user, pass := v[:i], v[i+1:]
+		if isDigits(pass) || pass == user || placeholder(pass) {
+			return // docker -u 1000:1000, -u app:app
+		}
+		f.add(start+i+1, end, Redacted)
+	}
+	for i, w := range ws {
+		if w.brk {
+			cmd, login = "", false
+			continue
+		}
+		t := text(w)
+		if w.quoted && depth < 3 && strings.ContainsAny(t, " \t\\") {
+			// sh -c "mysql -psecret", printf '...\nmysql -psecret'
+			f.flagWords(shellWords(t, w.start), depth+1)
+		}
+		base := t[strings.LastIndexByte(t, '/')+1:]
+		if _, ok := passwordCommands[base]; ok || loginCommands[base] {
+			cmd, login = base, false
+			continue
+		}
+		if t == "login" && loginCommands[cmd] {
+			login = true
+			continue
+		}
+		lower := strings.ToLower(t)
+		switch {
+		case strings.HasPrefix(lower, "pass:"):
+			secretValue(keyPassword, w.start+5, w.end)
+			continue
+		case strings.HasPrefix(lower, "/p:"):
+			secretValue(keyPassword, w.start+3, w.end)
+			continue
+		case strings.HasPrefix(lower, "/password:"):
+			secretValue(keyPassword, w.start+10, w.end)
+			continue
+		}
+		if len(t) < 2 || t[0] != '-' || t[len(t)-1] == ':' {
+			continue // not a flag; "--name:" is a CSS property or a key
+		}
+		name := strings.TrimLeft(t, "-")
+		dashes := len(t) - len(name)
+		if name == "" {
+			continue
+		}
+		// --name=value, -name=value
+		if eq := strings.IndexByte(name, '='); eq > 0 {
+			fname := name[:eq]
+			vs := w.start + dashes + eq + 1
+			if userPassFlags[fname] {
+				userPass(vs, w.end, ':')
+				continue
+			}
+			if class := classifyKey(fname); class != keyPlain {
+				secretValue(class, vs, w.end)
+			}
+			continue
+		}
+		// Short flags of the commands that take a password with them.
+		short := passwordCommands[cmd]
+		if loginCommands[cmd] {
+			short = ""
+			if login {
+				short = "p"
+			}
+		}
+		if dashes == 1 && short != "" && strings.IndexByte(short, name[0]) >= 0 {
+			if len(name) > 1 {
+				secretValue(keyPassword, w.start+2, w.end) // -psecret
+			} else if v, ok := nextValue(i); ok {
+				secretValue(keyPassword, v.start, v.end)
+			}
+			continue
+		}
+		if userPassFlags[name] {
+			if v, ok := nextValue(i); ok {
+				sep := byte(':')
+				if cmd == "smbclient" {
+					sep = '%'
+				}
+				userPass(v.start, v.end, sep)
+			}
+			continue
+		}
+		if cmd == "htpasswd" && dashes == 1 && strings.Contains(name, "b") {
+			// htpasswd -b file user password
+			k := i
+			for n := 0; n < 3; n++ {
+				v, ok := nextValue(k)
+				if !ok {
+					break
+				}
+				k++
+				if n == 2 {
+					secretValue(keyPassword, v.start, v.end)
+				}
+			}
+			continue
+		}
+		if dashes == 1 && len(name) == 1 {
+			continue // -p of mkdir, docker run, ssh: not a password
+		}
+		if class := classifyKey(name); class != keyPlain {
+			if v, ok := nextValue(i); ok {
+				secretValue(class, v.start, v.end)
+			}
+		}
+	}
+}
+
+// credentialLike reports whether v may be a credential rather than a word:
+// long enough, and with a digit, a symbol or mixed case, or long.
+func credentialLike(v string) bool {
+	if len(v) < 6 {
+		return false
+	}
+	var digit, upper, lower, other bool
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case '0' <= c && c <= '9':
+			digit = true
+		case 'A' <= c && c <= 'Z':
+			upper = true
+		case 'a' <= c && c <= 'z':
+			lower = true
+		case c == ' ':
+			return len(v) >= 12 && !strings.Contains(strings.TrimSpace(v), " ") // no prose
+		default:
+			other = true
+		}
+	}
+	return digit || other || upper && lower || len(v) >= 12
+}
+
+// placeholder reports whether v stands for a secret without being one: a
+// variable, a template, a mask, an empty or a null value, code.
+func placeholder(v string) bool {
+	v = strings.Trim(strings.TrimSpace(v), "\"'`")
+	if v == "" {
+		return true
+	}
+	switch strings.ToLower(v) {
+	case "null", "none", "nil", "true", "false", "undefined", "required", "optional", "string",
+		"redacted", "hidden", "yes", "no", "on", "off":
+		return true
+	}
+	if strings.HasPrefix(v, "[REDACTED") {
+		return true // redacted already (a word's closing bracket may be cut off)
+	}
+	switch v[0] {
+	case '$':
+		return true // $VAR, ${VAR}, ${{ secrets.X }}, $(cmd)
+	case '<':
+		return strings.HasSuffix(v, ">")
+	case '%':
+		return len(v) > 1 && strings.HasSuffix(v, "%")
+	case '{':
+		return strings.HasPrefix(v, "{{")
+	}
+	masked := true
+	for _, r := range v {
+		if !strings.ContainsRune("*xX•.#-_", r) {
+			masked = false
+			break
+		}
+	}
+	if masked {
+		return true
+	}
+	lower := strings.ToLower(v)
+	for _, p := range []string{"process.env", "os.environ", "os.getenv", "getenv(", "env(", "env[", "env.", "secrets.", "vault:", "op://", "ref+", "file:", "env:"} {
+		if strings.HasPrefix(lower, p) {
+			return true
+		}
+	}
+	// A call: get_password(), readSecret("x").
+	if i := strings.IndexByte(v, '('); i > 0 && strings.HasSuffix(v, ")") && isName(v[:i]) {
+		return true
+	}
+	return false
+}
+
+// isProse reports whether an unquoted value after "key:" reads as the
+// start of a sentence: a plain word followed by at least two more words.
+func isProse(v, rest string) bool {
+	for i := 0; i < len(v); i++ {
+		if !('a' <= v[i] && v[i] <= 'z' || 'A' <= v[i] && v[i] <= 'Z') {
+			return false
+		}
+	}
+	return len(strings.Fields(rest[:lineLen(rest)])) >= 2
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isWordByte(c byte) bool { return isAlnum(c) || c == '_' }
+
+func isBase64Byte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == '_' || c == '-' }
+
+func isNameByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '$' }
+
+func isName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isTokenByte(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '-' || c == '+' || c == '/' || c == '=' || c == '.' || c == '~'
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lowers ASCII letters only, so that indexes into s hold for
+// the result (strings.ToLower changes the length of invalid UTF-8).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
