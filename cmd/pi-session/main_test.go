@@ -131,7 +131,7 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 // writes a relaunch marker at the path the wrapper assigned, pointing at
 // FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_ARM=socket asks the
 // wrapper to write it instead, over PI_SESSION_SOCKET as the extension does
-// (FAKEPI_HELLO_ROLE sets the session's role, default primary).
+// (FAKEPI_HELLO_ROLE sets the session's role, default main).
 // FAKEPI_MARKER_RAW writes those bytes as the marker (with the octal mode
 // FAKEPI_MARKER_MODE, if set); FAKEPI_DESCENDANT makes a child process try
 // to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a signal name without SIG)
@@ -195,7 +195,7 @@ func armOverSocket() error {
 	defer cancel()
 	role := os.Getenv("FAKEPI_HELLO_ROLE")
 	if role == "" {
-		role = hooks.RolePrimary
+		role = hooks.RoleMain
 	}
 	cwd, _ := os.Getwd()
 	c, err := hooks.Dial(ctx, os.Getenv(hooks.EnvSocket), hooks.Hello{

@@ -287,7 +287,7 @@ export class RecapController {
 		this.delayMs = delayMs;
 	}
 
-	// sessionStart: recaps run for a primary session in the TUI only.
+	// sessionStart: recaps run for a main session in the TUI only.
 	sessionStart(active: boolean) {
 		this.active = active;
 		this.cancelTimer();
