@@ -86,6 +86,9 @@ func TestDecide(t *testing.T) {
 			if tt.reason > NoMarker && !strings.HasSuffix(d.Message, "marker kept at /m/1-abc.json") {
 				t.Errorf("stop message %q does not say the marker is kept", d.Message)
 			}
+			if tt.reason > NoMarker && d.Message != "not relaunching: "+d.Why+"; marker kept at /m/1-abc.json" {
+				t.Errorf("Why = %q is not the reason in the message %q", d.Why, d.Message)
+			}
 			if tt.reason == NoMarker && d.Message != "" {
 				t.Errorf("plain exit message = %q, want none", d.Message)
 			}

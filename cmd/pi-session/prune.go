@@ -3,19 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/pi-session/pi-session/status"
 )
 
 const pruneUsage = `usage: pi-session prune [--dry-run] [--throttle] [--budget D] [--verbose] [--json]
 
-Runs one pass of status-record pruning by hand: records strictly older than
-7 days whose pid is confirmed dead are removed; live or unknown pids,
-missing pids, corrupt records and records whose relaunch marker still
-exists are kept. A pass examines at most 5000 records or about 200 ms and
+Runs one pass of pruning by hand. First the relaunch markers kept when a
+relaunch was refused: those kept strictly more than 7 days ago whose
+pi-session is gone are removed, with their reason files. Then the status
+records: records strictly older than 7 days whose pid is confirmed dead are
+removed; live or unknown pids, missing pids, corrupt records and records
+whose relaunch marker still exists are kept. A pass examines at most 5000 records or about 200 ms and
 continues where the last one stopped. Handoffs and session files are never
 touched.
   --dry-run   say what would be removed; remove nothing
@@ -44,22 +48,30 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 	if *budget <= 0 {
 		return inv.errorf(exitUsage, "--budget %v: want a positive duration such as 200ms or 5s", *budget)
 	}
-	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle, Budget: *budget})
+	// Retained markers first: a record whose marker goes follows the
+	// normal rule in the same pass.
+	mp, merr := pruneMarkers(inv.env.Get, status.System(), time.Now(), *dryRun)
+	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle, Budget: *budget, Markers: mp.lookup})
 	if *asJSON {
 		b, jerr := json.MarshalIndent(struct {
 			status.PruneReport
-			Dir       string `json:"dir"`
-			ElapsedMs int64  `json:"elapsedMs"`
-		}{rep, store.Dir(), rep.Elapsed.Milliseconds()}, "", "  ")
+			Dir       string      `json:"dir"`
+			ElapsedMs int64       `json:"elapsedMs"`
+			Markers   markerPrune `json:"markers"`
+		}{rep, store.Dir(), rep.Elapsed.Milliseconds(), mp}, "", "  ")
 		if jerr != nil {
 			return inv.errorf(exitInternal, "%v", jerr)
 		}
 		fmt.Fprintf(inv.stdout, "%s\n", b)
 	} else {
+		printMarkerPrune(inv.stdout, mp, *dryRun, *verbose)
 		printPrune(inv.stdout, store.Dir(), rep, *verbose)
 	}
-	if err != nil {
+	if err = errors.Join(merr, err); err != nil {
 		return inv.errorf(exitOSErr, "%v", err)
+	}
+	if len(mp.Errors) > 0 {
+		return inv.errorf(exitOSErr, "%d retained %s could not be removed", len(mp.Errors), plural(len(mp.Errors), "marker", "markers"))
 	}
 	return 0
 }

@@ -141,6 +141,11 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 			sup.Notice("%s", d.Message)
 		}
 		if !d.Relaunch {
+			if d.Reason != relaunch.NoMarker {
+				if err := keepWhy(markerPath, d, now); err != nil && h != nil {
+					h.log.Warn("reason of a retained marker not written", "marker", markerPath, "err", err)
+				}
+			}
 			return exitStatus(res)
 		}
 		if err := os.Remove(markerPath); err != nil {
