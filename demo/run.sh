@@ -1,22 +1,53 @@
 #!/usr/bin/env bash
 # make demo: real pi 1.6 under pi-session, offline, with a scripted model.
-# Everything pi writes goes to a throwaway directory; nothing touches ~/.pi.
+# Everything pi writes goes to a throwaway directory (pi's temporary files
+# too: TMPDIR points inside it), removed at the end; nothing touches ~/.pi.
+#   KEEP=1 make demo                 keep the directory, and say how to resume
+#   KEEP=1 DEMO_DIR=<dir> bash demo/run.sh --session <id>
+#                                    resume a kept demo session (pi options after run.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/tools/node_modules/.bin"
 [ -x "$bin/pi" ] || { echo "demo: run 'make tools' first" >&2; exit 1; }
 [ -x "$root/bin/pi-session" ] || { echo "demo: run 'make build' first" >&2; exit 1; }
 
-dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
-mkdir -p "$dir/agent" "$dir/home" "$dir/project"
-printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
+if [ -n "${DEMO_DIR:-}" ]; then
+  [ -d "$DEMO_DIR/agent" ] && [ -d "$DEMO_DIR/project" ] || { echo "demo: DEMO_DIR=$DEMO_DIR is not a kept demo directory" >&2; exit 1; }
+  dir=$(cd "$DEMO_DIR" && pwd)
+else
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
+fi
+keep=${KEEP:-}
+cleanup() {
+  if [ -n "$keep" ]; then
+    echo "demo: the files of this run are kept in $dir"
+  else
+    rm -rf "$dir"
+  fi
+}
+trap cleanup EXIT
+mkdir -p "$dir/agent" "$dir/home" "$dir/project" "$dir/tmp"
+[ -e "$dir/project/README.md" ] || printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
 
-export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent"
+export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent" TMPDIR="$dir/tmp"
 export PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1 PI_TELEMETRY=0
 export PI_SESSION_PI="$bin/pi"
 export FAUX_FALLBACK=demo FAUX_PROVIDER=demo FAUX_MODEL=scripted FAUX_MODEL_NAME="Scripted demo model"
 cd "$dir/project"
-args=(-e "$root/testdata/pi/faux-model.ts" --model demo/scripted)
+args=(-e "$root/testdata/pi/faux-model.ts" --model demo/scripted "$@")
+
+# The build log pi's bash prints: 20,000 lines with a few ERROR lines. Its
+# size is measured here, for the banner and the scripted model.
+build_log_demo() {
+  export FAUX_DEMO_LOG_COMMAND="awk 'BEGIN{for(i=1;i<=20000;i++){printf \"build step %05d: compiling module_%d with -O2 -Wall ... ok\\n\", i, i%300; if(i%4999==0) printf \"build step %05d: ERROR linker: undefined reference to symbol_%d\\n\", i, i}}'"
+  local n
+  n=$(bash -c "$FAUX_DEMO_LOG_COMMAND" | wc -c)
+  log_bytes=""
+  while [ ${#n} -gt 3 ]; do log_bytes=",${n: -3}$log_bytes"; n=${n:0:${#n}-3}; done
+  log_bytes="$n$log_bytes"
+  export FAUX_DEMO_LOG_SIZE="$log_bytes-byte"
+}
+build_log_demo
 
 # Recaps: a second scripted model writes the "✦ Recap" card 30 s after a
 # run settles (the shortest quiet delay); /recap shows and changes it.
@@ -28,28 +59,49 @@ recap_demo() {
 }
 recap_demo
 
+# resume_line says how to come back to the last session of this run: pi's
+# own "pi --session <id>" works only with the demo's agent dir and model.
+resume_line() {
+  local last id
+  last=$(ls -t "$dir"/agent/sessions/*/*.jsonl 2>/dev/null | head -1 || true)
+  [ -n "$last" ] || return 0
+  id=$(sed -n '1s/.*"id":"\([^"]*\)".*/\1/p' "$last")
+  [ -n "$id" ] || return 0
+  if [ -n "$keep" ]; then
+    echo "demo: pi's 'pi --session' line works only inside the demo; to resume this session, run:"
+    echo "  KEEP=1 DEMO_DIR=$dir bash $root/demo/run.sh --session $id"
+  else
+    echo "demo: this run's files are removed now, so its session cannot be resumed (KEEP=1 make demo keeps them)"
+  fi
+}
+
 if [ -t 0 ] && [ -t 1 ]; then
   cat <<TXT
 pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   1. Type anything and press Enter: the scripted model answers.
-  2. Type  show me the build log : pi's bash prints 1.6 MB; the offload engine keeps it
-     out of the model's context behind a handle, and the model reads back only the
-     ERROR lines with ctx_read. Then /ce status shows what that saved.
+  2. Type  show me the build log : pi's bash prints a build log of $log_bytes bytes;
+     the offload engine keeps it out of the model's context behind a handle, and
+     the model reads back only the ERROR lines with ctx_read. Then /ce status
+     shows what that saved.
   3. Type  /handoff finish the demo : the budget engine asks the model for a
      context_handoff, writes it with the git state, and pi exits; pi-session
      relaunches a fresh pi in this terminal that continues from it.
-  4. Ctrl+Z suspends pi and pi-session together (fg resumes); /quit leaves.
+  4. Ctrl+Z stops pi, pi-session and this script (fg resumes); /quit leaves.
   5. Leave pi alone for 30 s after a run: a "✦ Recap" card written by the demo's
      recap model says what the run did and the next step (ctrl+o shows the model).
-Files of this run: $dir
+Files of this run: $dir (removed at the end; KEEP=1 keeps them)
 Press Enter to start.
 TXT
   read -r _
-  exec "$root/bin/pi-session" "${args[@]}"
+  status=0
+  "$root/bin/pi-session" "${args[@]}" || status=$?
+  resume_line
+  exit "$status"
 fi
 
 # Not at a terminal (CI, a pipe): the same story in print mode.
 echo "pi-session demo (print mode; run 'make demo' in a terminal for the TUI)"
+echo "build log for pi's bash: $log_bytes bytes"
 echo
 echo "\$ pi-session --model demo/scripted -p 'show me the build log'"
 "$root/bin/pi-session" "${args[@]}" -p "show me the build log"
