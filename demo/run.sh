@@ -9,7 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/tools/node_modules/.bin"
 [ -x "$bin/pi" ] || { echo "demo: run 'make tools' first" >&2; exit 1; }
-[ -x "$root/bin/pi-session" ] || { echo "demo: run 'make build' first" >&2; exit 1; }
+ps_bin=${DEMO_PI_SESSION:-$root/bin/pi-session} # tests run the demo with the binary they built
+[ -x "$ps_bin" ] || { echo "demo: run 'make build' first" >&2; exit 1; }
 
 if [ -n "${DEMO_DIR:-}" ]; then
   [ -d "$DEMO_DIR/agent" ] && [ -d "$DEMO_DIR/project" ] || { echo "demo: DEMO_DIR=$DEMO_DIR is not a kept demo directory" >&2; exit 1; }
@@ -94,7 +95,7 @@ Press Enter to start.
 TXT
   read -r _
   status=0
-  "$root/bin/pi-session" "${args[@]}" || status=$?
+  "$ps_bin" "${args[@]}" || status=$?
   resume_line
   exit "$status"
 fi
@@ -104,13 +105,13 @@ echo "pi-session demo (print mode; run 'make demo' in a terminal for the TUI)"
 echo "build log for pi's bash: $log_bytes bytes"
 echo
 echo "\$ pi-session --model demo/scripted -p 'show me the build log'"
-"$root/bin/pi-session" "${args[@]}" -p "show me the build log"
+"$ps_bin" "${args[@]}" -p "show me the build log"
 echo
 echo "\$ pi-session --model demo/scripted -p '/ce status --all'"
-"$root/bin/pi-session" "${args[@]}" -p "/ce status --all" 2>&1
+"$ps_bin" "${args[@]}" -p "/ce status --all" 2>&1
 echo
 echo "\$ pi-session --model demo/scripted -p '/handoff finish the demo'"
-"$root/bin/pi-session" "${args[@]}" -p "/handoff finish the demo"
+"$ps_bin" "${args[@]}" -p "/handoff finish the demo"
 echo
 echo "handoff written: $(ls "$dir/project/.ai-work/handoffs" | grep '\.md$')"
 
@@ -119,4 +120,4 @@ echo "handoff written: $(ls "$dir/project/.ai-work/handoffs" | grep '\.md$')"
 session=$(grep -l 'show me the build log' "$dir"/agent/sessions/*/*.jsonl | head -1)
 echo
 echo "\$ pi-session engine recap <the build-log session>   # what a recap would send"
-"$root/bin/pi-session" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | cut -c1-160 | head -24
+"$ps_bin" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | cut -c1-160 | awk 'NR <= 24' # reads it all: no SIGPIPE under pipefail

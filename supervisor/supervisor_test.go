@@ -435,6 +435,36 @@ func TestPTYJobControl(t *testing.T) {
 	}
 }
 
+// TestPTYJobControlOrphaned: started where no job-control shell could
+// continue it (a session of its own, as a tmux pane's command), the
+// supervisor does not stop on pi's Ctrl+Z: the kernel discards the stop of
+// an orphaned group, and pi is continued at once and redraws.
+func TestPTYJobControlOrphaned(t *testing.T) {
+	u := newUserTerm(t)
+	cmd := exec.Command(self(t))
+	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=tui")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = u.tty, u.tty, u.tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	u.waitFor(t, "tui ready")
+	t.Cleanup(func() { syscall.Kill(-readyPID(t, u.output()), syscall.SIGKILL) })
+	u.ptmx.Write([]byte{0x1a})
+	u.waitFor(t, "redraw 1") // nobody sent SIGCONT: pi-session continued pi itself
+	u.ptmx.Write([]byte("q"))
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Errorf("supervisor ended with %v, want exit 0 without ever stopping; output:\n%s", ws, u.output())
+	}
+}
+
 func TestPlainPassthrough(t *testing.T) {
 	for _, tt := range []struct {
 		behaviour string

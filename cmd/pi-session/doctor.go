@@ -69,17 +69,17 @@ func oneLine(s string) string {
 
 // cmdDoctor runs the checks.
 func cmdDoctor(ctx context.Context, inv *invocation) int {
-	if len(inv.args) > 0 {
-		if inv.args[0] == "--help" || inv.args[0] == "-h" {
-			fmt.Fprint(inv.stdout, doctorUsage)
-			return 0
-		}
+	args, code, done := parseFlags(inv, newFlagSet("doctor"), inv.args, doctorUsage)
+	if done {
+		return code
+	}
+	if len(args) > 0 {
 		return inv.errorf(exitUsage, "doctor takes no arguments (see pi-session doctor --help)")
 	}
 	findings := []finding{checkNode(ctx, inv.env), checkPi(ctx, inv.env), checkExtension(inv.env)}
 	findings = append(findings, checkSocket(ctx, inv.env)...)
 	findings = append(findings, checkDirs(inv.env), checkMarkerDir(inv.env))
-	code := 0
+	code = 0
 	for _, f := range findings {
 		fmt.Fprintln(inv.stdout, f)
 		if f.level == "FAIL" {
