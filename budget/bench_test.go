@@ -72,7 +72,7 @@ func BenchmarkHandoffWrite(b *testing.B) {
 	var handoff, status time.Duration
 	for i := 0; i < b.N; i++ {
 		p := Peer{SessionID: fmt.Sprintf("bench%d", i), Cwd: repo, SessionFile: sf}
-		eng.Start(p, nil, "")
+		eng.Start(p, nil, StartParams{})
 		args := fmt.Sprintf(`{"goal":"benchmark %d","next_step":"n","facts":"f"}`, i)
 		start := time.Now()
 		eng.mu.Lock()
@@ -101,4 +101,28 @@ func BenchmarkHandoffWrite(b *testing.B) {
 	b.ReportMetric(float64(handoff.Microseconds())/1000/float64(b.N), "handoff-ms")
 	b.ReportMetric(float64(status.Microseconds())/1000/float64(b.N), "git-status-ms")
 	b.ReportMetric(float64(handoff)/float64(status), "x-git-status")
+}
+
+// BenchmarkTurnEnd: the engine's own work for one turn_end below the
+// thresholds in enforce mode (the steady state), without the socket.
+func BenchmarkTurnEnd(b *testing.B) {
+	dir := b.TempDir()
+	agent := filepath.Join(dir, "agent")
+	os.MkdirAll(agent, 0o700)
+	os.WriteFile(filepath.Join(agent, "context-budget.json"), []byte(`{"mode":"enforce"}`), 0o600)
+	getenv := func(k string) string { return map[string]string{"PI_CODING_AGENT_DIR": agent, "HOME": dir}[k] }
+	eng, err := New(Options{Getenv: getenv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	p := Peer{SessionID: "0198a2b4-5f2d-74b1-9cd8-17718871d66e", Cwd: dir}
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tok := int64(3000 + i%100)
+		eng.TurnEnd(ctx, p, nil, TurnEndParams{TurnIndex: i, Tokens: &tok, Usage: &tok, Model: "faux/faux-1", Continues: true,
+			ToolResults: []ToolResultInfo{{ToolName: "bash"}}})
+	}
 }

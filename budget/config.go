@@ -108,6 +108,10 @@ type Loaded struct {
 	Path   string        `json:"path"`
 	Found  bool          `json:"found"`
 	Errors []ConfigError `json:"errors,omitempty"`
+	// Requested is the file's mode when it names a valid one, even if an
+	// error elsewhere in the file forced observe mode: what the user
+	// configured, for the footer and pi-session status.
+	Requested string `json:"requested,omitempty"`
 }
 
 // Invalid reports whether an error (not a warning) forced observe mode.
@@ -140,7 +144,14 @@ func LoadConfig(path string) Loaded {
 		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: fmt.Sprintf("read %s: %v", path, err)}}}
 	}
 	cfg, errs := ParseConfig(data)
-	return Loaded{Config: cfg, Path: path, Found: true, Errors: errs}
+	l := Loaded{Config: cfg, Path: path, Found: true, Errors: errs}
+	var m struct {
+		Mode string `json:"mode"`
+	}
+	if json.Unmarshal(data, &m) == nil && (m.Mode == ModeOff || m.Mode == ModeObserve || m.Mode == ModeEnforce) {
+		l.Requested = m.Mode
+	}
+	return l
 }
 
 // ParseConfig validates a configuration file's content. Valid keys are

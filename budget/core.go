@@ -270,6 +270,11 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 	switch o := o.(type) {
 	case TurnEnd:
 		s.Turn++
+		if s.Phase == Compacting {
+			// A turn ran, so the compaction is over; its outcome never
+			// arrived (the extension lost its answer). Measure afresh.
+			s.Phase = Idle
+		}
 		s.TokensKnown = o.Tokens != nil
 		s.Tokens = 0
 		if o.Tokens != nil {
@@ -315,7 +320,7 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		}
 		switch {
 		case s.Pending.Path != "":
-			emit(Effect{Kind: EffBlock, Reason: "pending"})
+			emit(Effect{Kind: EffBlock, Reason: "pending", Source: s.Pending.Source})
 		case s.Phase == HandoffRequired:
 			e := s.Thresholds(l)
 			if l.Grace.Enabled && o.GraceOK && s.GraceUsed < l.Grace.Calls && float64(s.Tokens) < e.Grace && s.Stored.Path == "" {
@@ -331,23 +336,26 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		if o.Handoff || s.Pending.Path == "" {
 			break
 		}
-		emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "a tool finished after the handoff"})
+		emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "a tool finished after the handoff", Source: s.Pending.Source})
 		s.Pending, s.Relaunch = Handoff{}, false
 		s = settlePhase(s, l)
 	case HandoffWritten:
+		// The user's /handoff wins: it is carried out in every mode, never
+		// counted toward the cap or the loop guard, and under an owned
+		// wrapper it always ends in a relaunch.
 		src := SourceVoluntary
 		switch {
+		case s.Manual:
+			src = SourceManual
 		case s.Fallback != "":
 			src = SourceHard
 		case s.Phase == HandoffRequired, s.Pending.Source == SourceBudget:
 			src = SourceBudget
-		case s.Manual:
-			src = SourceManual
 		case s.IdleAsked:
 			src = SourceIdle
 		}
 		if s.Pending.Path != "" {
-			emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "replaced by a newer handoff"})
+			emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "replaced by a newer handoff", Source: s.Pending.Source})
 		}
 		s.Pending = Handoff{Path: o.Path, Source: src, ToolCallID: o.ToolCallID, Turn: s.Turn}
 		s.Relaunch = false
@@ -363,19 +371,19 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		if s.Pending.Path != "" || s.LoopPaused {
 			break
 		}
-		reason := ""
+		reason, src := "", ""
 		switch {
+		case s.Manual:
+			reason, src = "manual", SourceManual
 		case s.Phase == HandoffRequired:
 			reason = "handoff"
 		case s.Phase == FallbackArmed:
 			reason = s.Fallback
-		case s.Manual:
-			reason = "manual"
 		}
 		if reason != "" {
 			if !s.SettleAsked {
 				s.SettleAsked = true
-				emit(Effect{Kind: EffContinue, Reason: reason})
+				emit(Effect{Kind: EffContinue, Reason: reason, Source: src})
 			}
 			break
 		}
@@ -389,7 +397,7 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		case s.Shutdown:
 		case s.Pending.Path != "" && s.Relaunch:
 			emit(Effect{Kind: EffRelaunch, Handoff: s.Pending.Path, Source: s.Pending.Source})
-			emit(Effect{Kind: EffShutdown})
+			emit(Effect{Kind: EffShutdown, Source: s.Pending.Source})
 			s.Shutdown = true
 		case s.Phase == FallbackArmed && s.wrapper(l) && s.SettleAsked && s.Fallback != "":
 			if s.Stored.Path != "" {
@@ -406,7 +414,7 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 			s.Manual = false
 		}
 		if s.Pending.Path != "" {
-			emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "a new run started"})
+			emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "a new run started", Source: s.Pending.Source})
 			s.Pending, s.Relaunch = Handoff{}, false
 			s = settlePhase(s, l)
 		}

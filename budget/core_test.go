@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,8 +61,25 @@ func phaseStates() map[Phase]State {
 	fb.Phase, fb.Tokens, fb.Fallback, fb.SoftLatched, fb.HandoffLatched = FallbackArmed, 6100, FallbackHard, true, true
 	idle := base
 	idle.Phase = Idle
-	return map[Phase]State{Idle: idle, SoftNotified: soft, HandoffRequired: req, PendingCommit: pend, Compacting: comp, FallbackArmed: fb}
+	manual := req
+	manual.Manual = true
+	manualPend := manual
+	manualPend.Phase, manualPend.Pending = PendingCommit, Handoff{Path: "/r/.ai-work/handoffs/s-1.md", Source: SourceManual, Turn: 5}
+	hardManual := fb
+	hardManual.Manual = true
+	return map[Phase]State{Idle: idle, SoftNotified: soft, HandoffRequired: req, PendingCommit: pend, Compacting: comp, FallbackArmed: fb,
+		variantManual: manual, variantManualPending: manualPend, variantHardManual: hardManual}
 }
+
+// variants are states besides one per phase: the user's /handoff asked
+// while a handoff is required, pending, and at the hard limit.
+const (
+	variantManual        Phase = "handoff-required, /handoff asked"
+	variantManualPending Phase = "handoff-pending-commit of a /handoff"
+	variantHardManual    Phase = "fallback-armed (hard), /handoff asked"
+)
+
+var variants = []Phase{variantManual, variantManualPending, variantHardManual}
 
 // observations are one of each kind, some in several forms.
 var observations = []struct {
@@ -134,7 +152,7 @@ func TestTransitionMatrix(t *testing.T) {
 		l.Wrapper = wrapper
 		fmt.Fprintf(&b, "## wrapper=%v\n", wrapper)
 		states := phaseStates()
-		for _, p := range Phases {
+		for _, p := range append(slices.Clone(Phases), variants...) {
 			fmt.Fprintf(&b, "\n[%s]\n", p)
 			for _, ob := range observations {
 				before := states[p]

@@ -177,7 +177,7 @@ func automatic(m Metadata, lim DocLimits) string {
 			if i == lim.Repos {
 				break
 			}
-			rest := oneLine(fmt.Sprintf(" | %s | %s | %d dirty | %s", orDash(r.Branch), short(r.Head), r.Dirty, r.Sync()))
+			rest := " | " + oneLine(fmt.Sprintf("%s | %s | %d dirty | %s", orDash(r.Branch), short(r.Head), r.Dirty, r.Sync()))
 			if !r.Known {
 				rest = " | unknown state"
 			}
@@ -264,14 +264,18 @@ func quote(s string) string {
 	return "> " + strings.ReplaceAll(s, "\n", "\n> ")
 }
 
-// cutMiddle keeps the start and end of s within n bytes with an explicit marker.
+// cutMiddle keeps the start and end of s within n bytes with an explicit
+// marker saying how many bytes it cut.
 func cutMiddle(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	marker := fmt.Sprintf("\n[…cut %d bytes from the middle of this message…]\n", len(s)-n+60)
-	half := max((n-len(marker))/2, 0)
-	return cutBytes(s, half) + marker + tailBytes(s, half)
+	marker := func(cut int) string {
+		return fmt.Sprintf("\n[…cut %d bytes from the middle of this message…]\n", cut)
+	}
+	half := max((n-len(marker(len(s))))/2, 0)
+	head, tail := cutBytes(s, half), tailBytes(s, half)
+	return head + marker(len(s)-len(head)-len(tail)) + tail
 }
 
 func bounded(lines []string, budget int, what string) string {

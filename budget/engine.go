@@ -122,75 +122,176 @@ type sess struct {
 	statusMu  sync.Mutex
 	dirty     bool
 	writing   bool
+
+	configured bool              // the configuration was read for this session
+	guardOff   bool              // the optional guard integration says the context guard is off
+	guard      bool              // the effective mode is off because of the guard (not an explicit off)
+	mismatch   string            // the configured/effective difference last logged
+	calls      map[string]string // this turn's tool calls the policy blocked ("blocked") or ran as grace calls ("grace")
+	done       Counts            // handoffs committed for real (restored and in this process), whatever the mode
 }
+
+// Counts are committed handoffs by what the cap counts: budget and hard
+// commits, idle ones, and the rest (manual, voluntary).
+type Counts struct {
+	Budget int `json:"budget"`
+	Idle   int `json:"idle"`
+	Other  int `json:"other"`
+}
+
+func (c *Counts) add(source string) {
+	switch source {
+	case SourceBudget, SourceHard:
+		c.Budget++
+	case SourceIdle:
+		c.Idle++
+	default:
+		c.Other++
+	}
+}
+
+// Total is every committed handoff.
+func (c Counts) Total() int { return c.Budget + c.Idle + c.Other }
 
 // projected reports whether the policy only previews (observe mode).
 func (s *sess) projected() bool { return s.mode != ModeEnforce }
 
-// Session returns the session's state, creating it on first use.
-func (e *Engine) session(p Peer, arm ArmFunc) *sess {
+// open returns the session's state, created on first use and configured
+// before its first observation, with its lock held: the caller unlocks.
+func (e *Engine) open(p Peer, arm ArmFunc) *sess {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	s := e.sessions[p.SessionID]
 	if s == nil {
 		s = &sess{peer: p}
 		e.sessions[p.SessionID] = s
 	}
+	e.mu.Unlock()
+	s.mu.Lock()
 	s.peer, s.arm = p, arm
+	if !s.configured {
+		e.configure(s)
+	}
 	return s
 }
 
-// Forget drops a session (it said bye).
-func (e *Engine) Forget(sessionID string) {
+// End forgets a session whose connection closed; an uncommitted handoff
+// of a pi that is not being relaunched is discarded (shutdown).
+func (e *Engine) End(sessionID string) {
 	e.mu.Lock()
+	s := e.sessions[sessionID]
 	delete(e.sessions, sessionID)
 	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.state.Pending; p.Path != "" && !s.state.Shutdown {
+		carried := !s.projected() || p.Source == SourceManual
+		name := "handoff_discarded"
+		if !carried {
+			name = "would_handoff_discarded"
+		}
+		e.event(s, name, map[string]any{"handoff": p.Path, "reason": "shutdown", "source": p.Source})
+	}
 }
 
 // configure (re)loads the configuration and recomputes mode and limits.
-// It logs each configuration error and each mode change.
+// It logs each configuration error once (until the errors change).
 func (e *Engine) configure(s *sess) {
 	l := LoadConfig(ConfigPath(e.opt.Getenv))
-	prevMode, prevErrs := s.mode, fmt.Sprint(s.loaded.Errors)
+	prevErrs := fmt.Sprint(s.loaded.Errors)
 	s.loaded = l
-	mode, reason := l.Config.Effective(s.peer.Cwd)
-	if l.Invalid() {
-		reason = "invalid configuration"
-	}
+	s.configured = true
 	if fmt.Sprint(l.Errors) != prevErrs {
 		for _, ce := range l.Errors {
 			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path})
 		}
 	}
+	e.remode(s)
+}
+
+// setGuard records what the optional guard integration says (nil: no
+// integration, or it could not answer) and recomputes the mode when that
+// changes.
+func (e *Engine) setGuard(s *sess, off *bool) {
+	g := off != nil && *off
+	if g != s.guardOff {
+		s.guardOff = g
+		e.remode(s)
+	}
+}
+
+// remode recomputes the effective mode, limits and resume check from the
+// loaded configuration, the cwd and the guard. It logs each
+// configured/effective difference once, and each change of the effective
+// mode. Entering or leaving enforcement starts the policy afresh: the
+// preview's latches and commits are discarded, the real commit counts
+// stay.
+func (e *Engine) remode(s *sess) {
+	l := s.loaded
+	prevMode := s.mode
+	mode, reason := l.Config.Effective(s.peer.Cwd)
+	if l.Invalid() {
+		reason = "invalid configuration"
+	}
+	s.guard = false
+	if s.guardOff && mode != ModeOff {
+		mode, reason, s.guard = ModeOff, "context guard off", true
+	}
 	s.mode, s.reason = mode, reason
 	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
 	s.resume = ResumeCommand(e.opt.Getenv, l.Config, s.peer.SessionName)
-	if prevMode != "" && prevMode != mode {
-		e.event(s, "mode_changed", map[string]any{"from": prevMode, "to": mode, "configured": l.Config.Mode, "reason": reason})
-		if mode == ModeEnforce || prevMode == ModeEnforce {
-			// Preview-only commits and latches are discarded when
-			// enforcement starts; a pending draft is lost either way.
-			if s.state.Pending.Path != "" && !s.projected() {
-				s.discarded = append(s.discarded, s.state.Pending.Path+" (mode change)")
-			}
-			old := s.state
-			s.state = State{Turn: old.Turn, Tokens: old.Tokens, TokensKnown: old.TokensKnown, Floor: old.Floor, FloorKnown: old.FloorKnown,
-				Commits: s.restored.Commits + old.Commits - min(old.Commits, s.restored.Commits), IdleCommits: old.IdleCommits}
-			if prevMode == ModeEnforce {
-				s.state.Commits = old.Commits
-			}
-			s.state = settlePhase(s.state, s.limits)
+	configured := s.configuredMode()
+	mismatch := ""
+	if configured != mode || l.Invalid() {
+		mismatch = configured + " " + mode + " " + reason
+	}
+	if mismatch != s.mismatch {
+		s.mismatch = mismatch
+		if mismatch != "" {
+			e.event(s, "mode_mismatch", map[string]any{"configured": configured, "effective": mode, "reason": reason})
 		}
 	}
+	if prevMode == "" || prevMode == mode {
+		return
+	}
+	e.event(s, "mode_changed", map[string]any{"from": prevMode, "to": mode, "configured": configured, "reason": reason})
+	if mode != ModeEnforce && prevMode != ModeEnforce {
+		return
+	}
+	old := s.state
+	if p := old.Pending; p.Path != "" {
+		real := prevMode == ModeEnforce || p.Source == SourceManual
+		name := "handoff_discarded"
+		if !real {
+			name = "would_handoff_discarded"
+		} else {
+			s.discarded = append(s.discarded, p.Path+" (mode change)")
+		}
+		e.event(s, name, map[string]any{"handoff": p.Path, "reason": "mode change", "source": p.Source})
+	}
+	s.state = State{Turn: old.Turn, Tokens: old.Tokens, TokensKnown: old.TokensKnown, Floor: old.Floor, FloorKnown: old.FloorKnown,
+		Commits: s.done.Budget, IdleCommits: s.done.Idle, OtherCommits: s.done.Other}
+	if old.Stored.Path != "" && filepath.IsAbs(old.Stored.Path) && (prevMode == ModeEnforce || old.Stored.Source == SourceManual) {
+		s.state.Stored = old.Stored // a real handoff, committed
+	}
+	s.state = settlePhase(s.state, s.limits)
+}
+
+// configuredMode is the mode the configuration file asks for (even when
+// an error elsewhere in it forces observe).
+func (s *sess) configuredMode() string {
+	if s.loaded.Requested != "" {
+		return s.loaded.Requested
+	}
+	return s.loaded.Config.Mode
 }
 
 // Footer is the text the extension shows in pi's footer.
 func (s *sess) footer() string {
-	configured := s.loaded.Config.Mode
-	if s.loaded.Invalid() {
-		configured = "invalid"
-	}
-	if configured == s.mode {
+	configured := s.configuredMode()
+	if configured == s.mode && !s.loaded.Invalid() {
 		return "budget: " + s.mode
 	}
 	return fmt.Sprintf("context-budget: configured %s, effective %s (%s)", configured, s.mode, s.reason)
@@ -215,31 +316,47 @@ func (e *Engine) event(s *sess, name string, fields map[string]any) {
 	}
 }
 
-// apply runs the policy on o. In observe mode every effect becomes a
-// would_* event and nothing is carried out (the returned effects are
-// those to carry out); a manual handoff is carried out in every mode.
+// apply runs the policy on o and returns the effects to carry out. In
+// observe mode every effect becomes a would_* event and nothing is carried
+// out, except what concerns the user's /handoff, in every mode.
 func (e *Engine) apply(s *sess, o Observation) []Effect {
+	live, _ := e.step(s, o)
+	return live
+}
+
+// step is apply, also returning every effect of the policy, carried out
+// or only previewed.
+func (e *Engine) step(s *sess, o Observation) (live, all []Effect) {
 	var fx []Effect
 	s.state, fx = Step(s.state, s.limits, o)
-	var live []Effect
-	manual := s.state.Manual || s.state.Pending.Source == SourceManual
 	for _, f := range fx {
 		name := f.Kind
-		carry := !s.projected() || (manual && (f.Kind == EffWritten || f.Kind == EffCommit || f.Kind == EffRelaunch ||
-			f.Kind == EffShutdown || f.Kind == EffDiscard || (f.Kind == EffBlock && f.Reason == "pending") ||
-			(f.Kind == EffContinue && f.Reason == "manual") || f.Source == SourceManual))
+		// What concerns the user's /handoff is carried out in every mode.
+		carry := !s.projected() || f.Source == SourceManual
 		if s.mode == ModeOff && !carry {
+			// Explicit off is silent; the guard's off logs each handoff
+			// and hard crossing (same latches as enforcement).
+			if s.guard && (f.Kind == EffRequired || f.Kind == EffHard) {
+				th := "handoff"
+				if f.Kind == EffHard {
+					th = "hard"
+				}
+				e.event(s, "guard_off_threshold", map[string]any{"threshold": th})
+			}
 			continue
 		}
+		fields := map[string]any{}
 		if !carry {
 			name = "would_" + name
+			if f.Kind == EffContinue && f.Reason == SourceIdle {
+				fields["requiresHandoff"] = true // a preview: no handoff is prepared
+			}
 		} else {
 			live = append(live, f)
+			if f.Kind == EffCommit {
+				s.done.add(f.Source)
+			}
 		}
-		if f.Kind == EffGrace && carry {
-			name = f.Kind
-		}
-		fields := map[string]any{}
 		if f.Reason != "" {
 			fields["reason"] = f.Reason
 		}
@@ -255,7 +372,7 @@ func (e *Engine) apply(s *sess, o Observation) []Effect {
 		e.event(s, name, fields)
 	}
 	e.writeStatus(s)
-	return live
+	return live, fx
 }
 
 // writeStatus records the session's budget fields in its status record,
@@ -311,9 +428,9 @@ func (e *Engine) writeStatus(s *sess) {
 // statusFields returns a function setting the seed's budget fields of a
 // record from s (called with s.mu held).
 func (s *sess) statusFields() func(*status.Record) {
-	st, lim := s.state, s.limits
+	st, lim, done := s.state, s.limits, s.done
 	eff := st.Thresholds(lim)
-	model, mode, configured, projected, last, lastAt, reason := s.model, s.mode, s.loaded.Config.Mode, s.projected(), s.last.Path, s.lastAt, s.reason
+	model, mode, configured, projected, last, lastAt, reason := s.model, s.mode, s.configuredMode(), s.projected(), s.last.Path, s.lastAt, s.reason
 	return func(r *status.Record) {
 		r.Model = model
 		r.Tokens, r.Floor = nil, nil
@@ -331,14 +448,14 @@ func (s *sess) statusFields() func(*status.Record) {
 			at := lastAt.UTC()
 			r.LastHandoffAt = &at
 		}
-		r.HandoffCount = st.Commits + st.IdleCommits + st.OtherCommits
+		r.HandoffCount = done.Total() // committed for real: a preview's commits are not counted
 		r.EffectiveMode, r.ConfiguredMode = mode, configured
 		r.Phase, r.Action, r.Projected = string(st.Phase), st.Action(), projected
 		r.Fallback = st.Fallback
 		if r.Extra == nil {
 			r.Extra = map[string]json.RawMessage{}
 		}
-		extra := map[string]any{"budgetCounts": map[string]int{"budget": st.Commits, "idle": st.IdleCommits, "other": st.OtherCommits},
+		extra := map[string]any{"budgetCounts": done,
 			"modeReason": reason, "wrapperCanRelaunch": lim.Wrapper && !st.WrapperLost}
 		for k, v := range extra {
 			r.Extra[k], _ = json.Marshal(v)
@@ -391,17 +508,22 @@ type View struct {
 	Live           bool                `json:"live"`    // answers may carry effects (else the hooks need not wait for them)
 	Pending        string              `json:"pending"` // a handoff waiting for its commit
 	Wrapper        bool                `json:"wrapper"`
-	Commits        int                 `json:"commits"`
-	LastHandoff    string              `json:"lastHandoff,omitempty"`
-	ConfigPath     string              `json:"configPath"`
-	ConfigErrors   []ConfigError       `json:"configErrors,omitempty"`
+	Commits        int                 `json:"commits"` // budget/hard handoffs committed for real
+	Model          string              `json:"model"`
+	// QuietBelow, when set, is a context size below which a turn_end with
+	// the same model cannot change anything pi does (enforce mode, idle,
+	// nothing due): the extension then need not wait for the answer.
+	QuietBelow   *float64      `json:"quietBelow"`
+	LastHandoff  string        `json:"lastHandoff,omitempty"`
+	ConfigPath   string        `json:"configPath"`
+	ConfigErrors []ConfigError `json:"configErrors,omitempty"`
 }
 
 func (s *sess) view() View {
 	st := s.state
-	v := View{Mode: s.mode, ConfiguredMode: s.loaded.Config.Mode, Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
+	v := View{Mode: s.mode, ConfiguredMode: s.configuredMode(), Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
 		Action: st.Action(), Projected: s.projected(), Thresholds: st.Thresholds(s.limits), Pending: st.Pending.Path,
-		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: st.Commits, LastHandoff: s.last.Path,
+		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: s.done.Budget, LastHandoff: s.last.Path, Model: s.model,
 		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors}
 	if st.TokensKnown {
 		v.Tokens = ptr(st.Tokens)
@@ -409,70 +531,127 @@ func (s *sess) view() View {
 	if st.FloorKnown {
 		v.Floor = ptr(st.Floor)
 	}
-	// In observe mode only a manual handoff blocks; the preview never does.
 	// In observe mode the preview is asked too (it logs would_tool_blocked)
-	// but only a manual handoff's answers block.
-	v.Gate = s.mode != ModeOff && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
+	// but only a manual handoff's answers block, in every mode.
+	v.Gate = st.Pending.Source == SourceManual || s.mode != ModeOff && (st.Pending.Path != "" || st.Phase == HandoffRequired || st.Phase == FallbackArmed)
 	v.Live = s.mode == ModeEnforce || st.Manual || st.Pending.Source == SourceManual
+	// Below the soft threshold an idle enforce-mode turn has no effect:
+	// evaluate (core.go) emits nothing under soft, and the floor a turn
+	// may measure only raises the effective soft threshold.
+	if s.mode == ModeEnforce && st.Phase == Idle && st.Pending.Path == "" && st.NoticeDue == "" && st.Fallback == "" &&
+		!st.CapAdvisory && !st.LoopPaused && !st.Manual {
+		q := s.limits.Thresholds.Soft
+		if st.FloorKnown {
+			q = v.Thresholds.Soft
+		}
+		v.QuietBelow = &q
+	}
 	return v
+}
+
+// StartParams is what session_start reports.
+type StartParams struct {
+	Model    string `json:"model"`
+	GuardOff *bool  `json:"guardOff"` // the optional guard integration's answer; nil: none
 }
 
 // Start begins (or resumes) a session: configuration, restoration from
 // the session file, the status record.
-func (e *Engine) Start(p Peer, arm ArmFunc, model string) View {
-	s := e.session(p, arm)
-	s.mu.Lock()
+func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	s.model = model
+	s.model = sp.Model
+	s.guardOff = sp.GuardOff != nil && *sp.GuardOff
 	e.configure(s)
 	e.readBranch(s, func(b []*session.Entry) {
 		r := Restore(b)
 		s.restored = r
+		s.done = Counts{Budget: r.Commits, Idle: r.IdleCommits, Other: r.OtherCommits}
 		s.state = State{Phase: Idle, Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits, Floor: r.Floor, FloorKnown: r.FloorKnown}
 		if r.Last.Path != "" {
 			s.last, s.lastAt = r.Last, r.Last.WrittenAt
+		} else if r.ContinuedFrom != "" {
+			e.continuedFrom(s, r.ContinuedFrom)
 		}
 	})
-	e.event(s, "session_start", map[string]any{"configured": s.loaded.Config.Mode, "wrapper": p.Wrapper, "subagent": p.Subagent, "model": model})
+	e.event(s, "session_start", map[string]any{"configured": s.configuredMode(), "wrapper": p.Wrapper, "subagent": p.Subagent, "model": sp.Model, "guardOff": s.guardOff})
 	e.writeStatus(s)
 	return s.view()
 }
 
+// InputParams is what the input hook reports.
+type InputParams struct {
+	Source   string `json:"source"` // interactive, rpc, extension
+	GuardOff *bool  `json:"guardOff"`
+}
+
 // Input is every input: the configuration is reloaded; an input from the
-// user re-arms recovery. It answers whether to compact first (the
-// idle-input recovery with a valid stored handoff).
-func (e *Engine) Input(p Peer, arm ArmFunc, source string) (compact bool, v View) {
-	s := e.session(p, arm)
-	s.mu.Lock()
+// user re-arms recovery. It answers whether to compact first: the
+// idle-input recovery, when the user comes back after idleMinutes to a
+// valid stored handoff with enough history since (enforce mode; observe
+// mode logs would_idle_input_compaction, with requiresHandoff when no
+// handoff is stored).
+func (e *Engine) Input(p Peer, arm ArmFunc, ip InputParams) (compact bool, v View) {
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
+	s.guardOff = ip.GuardOff != nil && *ip.GuardOff
 	e.configure(s)
 	c := s.loaded.Config
 	st := s.state
-	if s.mode == ModeEnforce && source != "extension" && !s.settledAt.IsZero() &&
+	idle := ip.Source != "extension" && !s.settledAt.IsZero() &&
 		e.opt.Now().Sub(s.settledAt) >= time.Duration(c.IdleMinutes*float64(time.Minute)) &&
-		st.Stored.Path != "" && st.Pending.Path == "" && st.TokensKnown && float64(st.Tokens) >= c.KeepRecentTokens {
+		st.Pending.Path == "" && st.TokensKnown && float64(st.Tokens) >= c.KeepRecentTokens
+	switch {
+	case !idle:
+	case s.mode == ModeEnforce && st.Stored.Path != "":
 		compact = true
 		e.event(s, "idle_input_compaction", map[string]any{"handoff": st.Stored.Path, "idleMinutes": c.IdleMinutes})
 		e.apply(s, CompactionStarted{})
+	case s.mode == ModeObserve:
+		e.event(s, "would_idle_input_compaction", map[string]any{"handoff": st.Stored.Path, "idleMinutes": c.IdleMinutes, "requiresHandoff": st.Stored.Path == ""})
 	}
 	return compact, s.view()
 }
 
-// AgentStart is a genuinely new run (before_agent_start from input).
-func (e *Engine) AgentStart(p Peer, arm ArmFunc, manual bool) View {
-	s := e.session(p, arm)
-	s.mu.Lock()
+// continuedFrom records the handoff a relaunched pi continues from as the
+// session's last handoff: pi-session status shows it, the next handoff
+// names it as the previous one.
+func (e *Engine) continuedFrom(s *sess, handoff string) {
+	if sc, err := ReadSidecar(handoff); err == nil && sc.Backoff.Path == handoff {
+		s.last, s.lastAt = sc.Backoff, sc.Backoff.WrittenAt
+	} else {
+		s.last, s.lastAt = HandoffDetails{Kind: "handoff", Path: handoff}, time.Time{}
+	}
+	e.event(s, "continued_from", map[string]any{"handoff": handoff})
+}
+
+// AgentStartParams is before_agent_start from input.
+type AgentStartParams struct {
+	Manual bool   `json:"manual"` // the run /handoff started
+	Prompt string `json:"prompt"` // the prompt's end (the extension sends at most 4 KiB)
+}
+
+// AgentStart is a genuinely new run (before_agent_start from input). The
+// first prompt of a pi relaunched from a handoff names it.
+func (e *Engine) AgentStart(p Peer, arm ArmFunc, ap AgentStartParams) View {
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	e.apply(s, ExternalRun{Manual: manual})
+	if s.last.Path == "" {
+		if m := continueRE.FindStringSubmatch(ap.Prompt); m != nil {
+			e.continuedFrom(s, m[1])
+		}
+	}
+	e.apply(s, ExternalRun{Manual: ap.Manual})
 	return s.view()
 }
 
 // ToolResultInfo is one tool result of a turn.
 type ToolResultInfo struct {
-	ToolName string `json:"toolName"`
-	IsError  bool   `json:"isError"`
-	Grace    bool   `json:"grace"` // it ran as a grace call
-	Blocked  bool   `json:"blocked"`
+	ToolName   string `json:"toolName"`
+	ToolCallID string `json:"toolCallId"`
+	IsError    bool   `json:"isError"`
+	Grace      bool   `json:"grace"` // it ran as a grace call
+	Blocked    bool   `json:"blocked"`
 }
 
 // TurnEndParams is what turn_end reports.
@@ -484,6 +663,7 @@ type TurnEndParams struct {
 	ToolResults []ToolResultInfo `json:"toolResults"`
 	Continues   bool             `json:"continues"`
 	Outcome     string           `json:"outcome"`
+	GuardOff    *bool            `json:"guardOff"` // the optional guard integration, consulted each turn
 }
 
 // Draft is a session entry draft the extension returns from turn_end or
@@ -525,23 +705,28 @@ const CustomType = "pi-session-budget"
 // pending handoff (a retain-none compaction and a continuation) or append
 // a notice.
 func (e *Engine) TurnEnd(ctx context.Context, p Peer, arm ArmFunc, tp TurnEndParams) Answer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	if tp.Model != "" && tp.Model != s.model {
 		s.model = tp.Model
 		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
 	}
+	e.setGuard(s, tp.GuardOff)
 	o := TurnEnd{Tokens: tp.Tokens, Usage: tp.Usage, Continues: tp.Continues}
 	for _, r := range tp.ToolResults {
-		if r.ToolName == "context_handoff" || r.Blocked {
+		// The engine's own record of its answers counts too: in observe
+		// mode a call the preview would have blocked ran, but the
+		// preview must see it as blocked (the same latches as enforce).
+		decided := s.calls[r.ToolCallID]
+		if r.ToolName == "context_handoff" || r.Blocked || decided == "blocked" {
 			continue
 		}
 		o.ToolActivity = true
-		if !r.IsError && !r.Grace {
+		if !r.IsError && !r.Grace && decided != "grace" {
 			o.Progress = true
 		}
 	}
+	clear(s.calls)
 	pending := s.state.Pending
 	fx := e.apply(s, o)
 	var a Answer
@@ -598,8 +783,8 @@ func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
 	d.Source = h.Source
 	e.event(s, "handoff_commit_drafted", map[string]any{"handoff": h.Path, "source": h.Source})
 	cont := []string{fmt.Sprintf("[pi-session budget] The context was reset to the handoff above (%s). Read it, verify HEAD and external state, then continue from Next step without asking the user to restate the task.", h.Path)}
-	if sc, err := ReadSidecar(h.Path); err == nil && e.opt.Git {
-		if check := watchCheck(ctx, sc); check != "" {
+	if sc, err := ReadSidecar(h.Path); err == nil {
+		if check := watchCheck(ctx, sc, e.opt.Git); check != "" {
 			cont = append(cont, check)
 		}
 	}
@@ -614,11 +799,27 @@ func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
 	}
 }
 
-// watchCheck compares each recorded repository's HEAD, branch and dirty
-// count with now.
-func watchCheck(ctx context.Context, sc *Sidecar) string {
-	var lines []string
+// watchCheck is the one check after a reset: the work the handoff
+// declared running (watch_actions) with what to do when it completes, and
+// each recorded repository's HEAD, branch and dirty count compared with
+// now (when git is inspected).
+func watchCheck(ctx context.Context, sc *Sidecar, git bool) string {
+	var lines, watch []string
+	for _, w := range sc.Args.WatchActions {
+		l := fmt.Sprintf("- %s | %s | on complete: %s", w.ID, w.Target, w.OnComplete)
+		if w.Cancel != "" {
+			l += " | cancel: " + w.Cancel
+		}
+		watch = append(watch, oneLine(l))
+	}
+	if len(watch) > 0 {
+		lines = append(lines, bounded(watch, DefaultDocLimits.WatchActions, "watch actions"),
+			"  (declared by the handoff; no job or subagent registry is available to pi-session, so check whether each is still running)")
+	}
 	for _, r := range sc.Metadata.Repos {
+		if !git {
+			break
+		}
 		if !r.Known {
 			continue
 		}
@@ -694,8 +895,7 @@ type ToolCallParams struct {
 
 // ToolCall decides whether a tool may run.
 func (e *Engine) ToolCall(p Peer, arm ArmFunc, tc ToolCallParams) Answer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	o := ToolCall{Handoff: tc.ToolName == "context_handoff"}
 	if !o.Handoff && s.state.Phase == HandoffRequired {
@@ -705,9 +905,22 @@ func (e *Engine) ToolCall(p Peer, arm ArmFunc, tc ToolCallParams) Answer {
 		}
 		o.GraceOK, _ = Classify(GraceInput{Tool: tc.ToolName, Input: tc.Input, Cwd: s.peer.Cwd, Home: paths.Home(e.opt.Getenv), Roots: roots}, osFS{})
 	}
-	fx := e.apply(s, o)
+	live, all := e.step(s, o)
+	if s.calls == nil {
+		s.calls = map[string]string{}
+	}
+	// The policy's decision counts for its own bookkeeping (progress,
+	// grace) whether it is carried out or only previewed.
+	for _, f := range all {
+		switch f.Kind {
+		case EffBlock:
+			s.calls[tc.ToolCallID] = "blocked"
+		case EffGrace:
+			s.calls[tc.ToolCallID] = "grace"
+		}
+	}
 	a := Answer{}
-	for _, f := range fx {
+	for _, f := range live {
 		switch f.Kind {
 		case EffBlock:
 			a.Block, a.Reason = true, s.blockReason(tc.ToolName, f.Reason)
@@ -747,8 +960,7 @@ func (s *sess) blockReason(tool, why string) string {
 
 // ToolDone: a tool that was not blocked finished while a handoff is pending.
 func (e *Engine) ToolDone(p Peer, arm ArmFunc, toolName string) View {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	e.apply(s, ToolFinished{Handoff: toolName == "context_handoff"})
 	return s.view()
@@ -757,8 +969,7 @@ func (e *Engine) ToolDone(p Peer, arm ArmFunc, toolName string) View {
 // Manual records the user's /handoff and returns the request the
 // extension sends as the user's message.
 func (e *Engine) Manual(p Peer, arm ArmFunc, instructions string) (string, View) {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	e.configure(s)
 	e.apply(s, ManualRequest{})
@@ -781,8 +992,7 @@ const ManualPrefix = "[/handoff]"
 // Settle is agent_before_settle: one continuation asking for a handoff
 // when one is required (or requested), or an idle handoff request.
 func (e *Engine) Settle(p Peer, arm ArmFunc, pendingWork int) Answer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	fx := e.apply(s, Settle{PendingWork: pendingWork})
 	a := Answer{}
@@ -809,8 +1019,7 @@ func (e *Engine) Settle(p Peer, arm ArmFunc, pendingWork int) Answer {
 // Settled is agent_settled: arm the relaunch and shut pi down when the
 // policy says so (an owned wrapper only).
 func (e *Engine) Settled(ctx context.Context, p Peer, arm ArmFunc) Answer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	s.settledAt = e.opt.Now()
 	fx := e.apply(s, Settled{})

@@ -60,7 +60,7 @@ func WriteHandoff(dir string, sc *Sidecar, doc string) error {
 		return fmt.Errorf("budget: handoff directory: %w", err)
 	}
 	if lp := sc.Args.LaunchPrompt; lp != "" {
-		if filepath.IsAbs(lp) && !strings.Contains(lp, "\n") {
+		if _, isPath := launchPromptFile(lp); isPath {
 			st, err := os.Stat(lp)
 			if err != nil || !st.Mode().IsRegular() {
 				return fmt.Errorf("budget: launch_prompt %s is not an existing file: %v", lp, err)

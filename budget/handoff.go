@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -40,8 +41,7 @@ func toolError(s *sess, format string, args ...any) HandoffAnswer {
 // document and its files. In observe and off mode (without a /handoff
 // request) nothing is validated or written.
 func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffParams) HandoffAnswer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	st := s.state
 	manual := st.Manual
@@ -85,6 +85,13 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 			}
 		}
 	}
+	// A launch_prompt naming a file must name an existing one; checked
+	// now, before anything is written or a resume check runs.
+	if lp, isPath := launchPromptFile(a.LaunchPrompt); isPath {
+		if st, err := os.Stat(lp); err != nil || !st.Mode().IsRegular() {
+			problems = append(problems, fmt.Sprintf("launch_prompt: %s is not an existing regular file (give the prompt text itself, or an absolute path to a file)", clip.Echo(lp)))
+		}
+	}
 	if len(problems) > 0 && !degraded {
 		e.apply(s, HandoffRejected{})
 		e.event(s, "handoff_rejected", map[string]any{"problems": problems, "rejections": s.state.Rejections})
@@ -99,6 +106,9 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		}
 	} else {
 		missing = nil
+	}
+	if len(a.WatchActions) > 0 && hp.RunningIDs == nil {
+		lint = append(lint, "watch_actions: the ids were not checked: no pi-jobs or pi-subagents registry is available in this process")
 	}
 	// Metadata.
 	dir := HandoffDir(s.peer.Cwd)
@@ -127,7 +137,9 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		head = m.Repos[0].Head
 	}
 	words := Words(a)
-	forced := m.Source == SourceBudget || m.Source == SourceHard
+	// Back-off guards against the agent repeating itself; forced
+	// handoffs and the user's own /handoff always go through.
+	forced := m.Source == SourceBudget || m.Source == SourceHard || m.Source == SourceManual
 	if !forced {
 		if until := Backoff(s.last, head, words, e.opt.Now()); !until.IsZero() {
 			e.event(s, "handoff_backoff", map[string]any{"until": until, "previous": s.last.Path})
@@ -168,6 +180,12 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	return HandoffAnswer{Text: b.String(), Details: &details, View: s.view()}
 }
 
+// launchPromptFile reports whether a launch_prompt names a file (an
+// absolute path on one line without spaces) rather than giving the text.
+func launchPromptFile(lp string) (string, bool) {
+	return lp, lp != "" && filepath.IsAbs(lp) && !strings.ContainsAny(lp, " \t\r\n")
+}
+
 // previewSource is the source HandoffWritten will record.
 func (e *Engine) previewSource(s *sess) string {
 	st, _ := Step(s.state, s.limits, HandoffWritten{Path: "x"})
@@ -201,8 +219,7 @@ type CompactionAnswer struct {
 // overflow backstop): a still-valid handoff, else the bounded mechanical
 // summary; never pi's default summarizer. Other compactions pass.
 func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *CompactionAnswer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	enforce := s.mode == ModeEnforce
 	if !(cp.Owned && (enforce || cp.Mechanical)) && !(enforce && cp.Reason != "manual") {
@@ -237,26 +254,39 @@ type CompactResultParams struct {
 	Reason string `json:"reason"`
 }
 
-// benignCompaction: cancellation, nothing to compact, already compacted.
-func benignCompaction(msg string) bool {
+// ClassifyCompactionError sorts a compaction failure by pi 1.6's messages:
+// "benign" (cancelled, nothing to compact, already compacted: nothing is
+// wrong), "persistent" (retrying cannot help: no model for the summary, no
+// credentials, an invalid compaction setting) or "transient" (anything
+// else: a provider or network error, which may pass).
+func ClassifyCompactionError(msg string) string {
 	m := strings.ToLower(msg)
-	return m == "" || strings.Contains(m, "cancel") || strings.Contains(m, "nothing to compact") || strings.Contains(m, "already compacted") || strings.Contains(m, "abort")
+	for _, b := range []string{"cancel", "abort", "nothing to compact", "already compacted"} {
+		if m == "" || strings.Contains(m, b) {
+			return "benign"
+		}
+	}
+	for _, p := range []string{"no model available", "no api key", "authentication failed", "invalid compaction", "missing from the session context", "/login"} {
+		if strings.Contains(m, p) {
+			return "persistent"
+		}
+	}
+	return "transient"
 }
 
 // CompactResult observes a compaction's outcome. Unowned manual errors
 // are ignored; transient failures arm the fallback on the third.
 func (e *Engine) CompactResult(p Peer, arm ArmFunc, cr CompactResultParams) View {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	switch {
 	case cr.OK:
 		e.apply(s, CompactionDone{})
 	case !cr.Owned && cr.Reason == "manual":
 	default:
-		persistent := strings.Contains(strings.ToLower(cr.Error), "recovery failed after one compact-and-retry")
-		e.event(s, "compaction_failed", map[string]any{"error": cutBytes(cr.Error, 500), "owned": cr.Owned, "reason": cr.Reason})
-		e.apply(s, CompactionFailed{Benign: benignCompaction(cr.Error), Persistent: persistent})
+		class := ClassifyCompactionError(cr.Error)
+		e.event(s, "compaction_failed", map[string]any{"error": cutBytes(cr.Error, 500), "owned": cr.Owned, "reason": cr.Reason, "class": class})
+		e.apply(s, CompactionFailed{Benign: class == "benign", Persistent: class == "persistent"})
 	}
 	return s.view()
 }
@@ -277,8 +307,7 @@ type OverflowAnswer struct {
 // Overflow decides the bounded overflow recovery: one compact-and-retry in
 // every mode but explicit off, unless overflowRecovery is false.
 func (e *Engine) Overflow(p Peer, arm ArmFunc, op OverflowParams) OverflowAnswer {
-	s := e.session(p, arm)
-	s.mu.Lock()
+	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	c := s.loaded.Config
 	switch {

@@ -35,12 +35,19 @@ type Restored struct {
 	MaxN         int // the highest handoff number seen
 	Floor        int64
 	FloorKnown   bool
+	// ContinuedFrom is the handoff a relaunched pi's first prompt names
+	// ("continue from <handoff>"), when the session has none of its own.
+	ContinuedFrom string
 }
+
+// continueRE is the prompt pi-session relaunches pi with.
+var continueRE = regexp.MustCompile(`(?m)^continue from (/\S+\.md)\s*$`)
 
 // Restore reads a session's branch.
 func Restore(branch []*session.Entry) Restored {
 	var r Restored
 	afterCompaction := true
+	firstUser := true
 	for _, e := range branch {
 		switch e.Type {
 		case "compaction":
@@ -67,6 +74,14 @@ func Restore(branch []*session.Entry) Restored {
 			r.LastCommitAt, _ = time.Parse(time.RFC3339Nano, e.Timestamp)
 			r.MaxN = max(r.MaxN, d.N)
 		case "message":
+			if e.Role == "user" && firstUser {
+				firstUser = false
+				if p, err := e.Decode(); err == nil {
+					if m := continueRE.FindStringSubmatch(p.(*session.MessageEntry).Message.Content.Text("\n")); m != nil {
+						r.ContinuedFrom = m[1]
+					}
+				}
+			}
 			if e.Role != "assistant" && e.Role != "toolResult" {
 				continue
 			}
@@ -164,12 +179,19 @@ var readOnlyPrefix = regexp.MustCompile(`^\s*(git\s+(status|diff|log|show|rev-pa
 
 // LatestStateChange is the time of the newest tool call that may have
 // changed state (an edit, a write, a bash command other than read-only
-// inspection), scanning at most 2000 branch entries.
+// inspection), scanning at most 2000 branch entries. Recording state is
+// not a change of state: edits and writes of .ai-work/ files and STATE*.md
+// do not count.
 func LatestStateChange(branch []*session.Entry) time.Time {
 	var latest time.Time
 	eachToolCall(branch, 2000, func(e *session.Entry, b session.Block) bool {
 		switch b.Name {
 		case "edit", "write":
+			var args struct{ Path string }
+			json.Unmarshal(b.Arguments, &args)
+			if isStateNote(args.Path) {
+				return true
+			}
 		case "bash":
 			var args struct{ Command string }
 			json.Unmarshal(b.Arguments, &args)
@@ -196,6 +218,14 @@ func LatestStateChange(branch []*session.Entry) time.Time {
 }
 
 var segmentRE = regexp.MustCompile(`&&|\|\||;|\|`)
+
+// isStateNote reports whether a tool's path argument names a state note:
+// a file under an .ai-work directory, or STATE*.md.
+func isStateNote(p string) bool {
+	p = filepath.ToSlash(strings.TrimPrefix(p, "@"))
+	base := filepath.Base(p)
+	return strings.Contains("/"+p, "/.ai-work/") || strings.HasPrefix(base, "STATE") && strings.HasSuffix(base, ".md")
+}
 
 // eachToolCall calls fn with the tool calls of the branch's assistant
 // messages, newest first, looking at most limit entries back, until fn

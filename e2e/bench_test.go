@@ -265,68 +265,151 @@ func BenchmarkToolResultHook16MB(b *testing.B) {
 	b.ReportMetric((hook-engine)/engine, "transfer/engine")
 }
 
-// BenchmarkBudgetTurn: the per-turn cost of the budget's hooks through
-// real pi. The same scripted session of 60 tool turns runs without the
-// extension, then with it twice: in enforce mode below the thresholds (the
-// steady state: one turn_end round trip per turn, tool calls not asked),
-// and in observe mode past the thresholds (turn_end and tool_call sent
-// each turn, not awaited). It reports the hooks' own time as the extension
-// measured it, and the wall-clock difference per turn, which includes the
-// other engines' hooks.
+// BenchmarkBudgetTurn: the per-turn cost of the budget hooks through
+// real pi. The same scripted session of N and then 2N tool turns runs
+// with the extension (enforce mode below the thresholds, the steady state;
+// observe mode past them, the default mode with every hook sending), with
+// the same extension minus its budget module (index.ts without the
+// registerBudget line, in a temporary copy), and without the extension.
+// Two measures cancel what a run pays once (pi's start, the extension's
+// load, connect and hello): the slope (T(2N) - T(N)) / N of wall times,
+// and the median time between two model requests in the steady state
+// (one turn: the tool, the hooks, the session writes). Each is taken in
+// the same repeat for every variant; the figures are medians over the
+// repeats, with the spread (max - min) of the budget's cost. It also
+// reports the hooks' own time as the extension measured it
+// (PI_SESSION_BUDGET_TIMING).
 func BenchmarkBudgetTurn(b *testing.B) {
 	bin := pitest.Binary(b)
-	const turns = 60
-	steps := []map[string]any{}
-	for i := 0; i < turns; i++ {
-		steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
-	}
-	steps = append(steps, map[string]any{"text": "done"})
+	const n = 40
 	const (
 		enforceBelow = `{"mode":"enforce"}`
 		observePast  = `{"mode":"observe","models":{"faux/faux-1":{"main":{"soft":10,"handoff":20,"hard":100000000,"minProgress":1}}}}`
 	)
-	run := func(cfg string) (float64, float64) {
+	noBudget := extensionWithout(b, "\tregisterBudget(pi, kit);\n")
+	type result struct{ wall, gap, hooks float64 }
+	run := func(ext, cfg string, turns int) result {
+		steps := []map[string]any{}
+		for i := 0; i < turns; i++ {
+			steps = append(steps, map[string]any{"tool": "bash", "args": map[string]any{"command": "true"}})
+		}
+		steps = append(steps, map[string]any{"text": "done"})
 		e := pitest.NewEnv(b)
-		if cfg != "" {
-			if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
-				b.Fatal(err)
-			}
-		} else {
-			e.Set("PI_SESSION_EXTENSION", "off")
+		if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(cfg), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if ext != "" {
+			e.Set("PI_SESSION_EXTENSION", ext)
 		}
 		e.Scenario(map[string]any{"steps": steps})
+		// No request log: the scripted model would read the whole log at
+		// each request, a cost growing with the square of the turns.
+		e.Set("FAUX_LOG", "")
+		times := filepath.Join(e.Work, "times.txt")
+		e.Set("FAUX_TIMES", times)
 		timing := filepath.Join(e.Work, "timing.jsonl")
 		e.Set("PI_SESSION_BUDGET_TIMING", timing)
 		start := time.Now()
 		out, err := e.Command(bin, append(e.PiArgs(), "-p", "go")...).CombinedOutput()
-		d := float64(time.Since(start).Microseconds()) / 1000
+		r := result{wall: float64(time.Since(start).Microseconds()) / 1000}
 		if err != nil {
 			b.Fatalf("pi-session: %v\n%s", err, out)
 		}
-		if n := len(e.Requests()); n != turns+1 {
-			b.Fatalf("%d model requests, want %d", n, turns+1)
+		if !strings.Contains(string(out), "done") {
+			b.Fatalf("the session did not end with the last step:\n%s", out)
 		}
-		if cfg == "" {
-			return d, 0
+		r.gap = requestGaps(b, times, 5)
+		if ext == "" {
+			var rec map[string]float64
+			line, _ := os.ReadFile(timing)
+			if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < float64(turns) {
+				b.Fatalf("timing %q: %v", line, err)
+			}
+			r.hooks = (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
 		}
-		var rec map[string]float64
-		line, _ := os.ReadFile(timing)
-		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil || rec["turns"] < turns {
-			b.Fatalf("timing %q: %v", line, err)
-		}
-		return d, (rec["turnEndMs"] + rec["toolCallMs"]) / rec["turns"]
+		return r
 	}
-	var without, enforce, observe, enforceHook, observeHook []float64
+	var slopeEnforce, slopeObserve, slopeExt, gapEnforce, gapObserve, gapExt, hooksEnforce, hooksObserve []float64
 	for i := 0; i < b.N; i++ {
-		d0, _ := run("")
-		d1, h1 := run(enforceBelow)
-		d2, h2 := run(observePast)
-		without, enforce, observe = append(without, d0), append(enforce, d1), append(observe, d2)
-		enforceHook, observeHook = append(enforceHook, h1), append(observeHook, h2)
+		measure := func(ext, cfg string) (slope, gap, hooks float64) {
+			r1, r2 := run(ext, cfg, n), run(ext, cfg, 2*n)
+			return (r2.wall - r1.wall) / n, (r1.gap + r2.gap) / 2, (r1.hooks + r2.hooks) / 2
+		}
+		sOff, gOff, _ := measure("off", enforceBelow)
+		sNo, gNo, _ := measure(noBudget, enforceBelow)
+		sEnf, gEnf, hEnf := measure("", enforceBelow)
+		sObs, gObs, hObs := measure("", observePast)
+		b.Logf("repeat %d: per turn (slope / median gap) without the extension %.2f / %.2f ms, without the budget %.2f / %.2f, enforce %.2f / %.2f, observe %.2f / %.2f; budget hooks %.3f / %.3f ms",
+			i, sOff, gOff, sNo, gNo, sEnf, gEnf, sObs, gObs, hEnf, hObs)
+		slopeEnforce, slopeObserve, slopeExt = append(slopeEnforce, sEnf-sNo), append(slopeObserve, sObs-sNo), append(slopeExt, sEnf-sOff)
+		gapEnforce, gapObserve, gapExt = append(gapEnforce, gEnf-gNo), append(gapObserve, gObs-gNo), append(gapExt, gEnf-gOff)
+		hooksEnforce, hooksObserve = append(hooksEnforce, hEnf), append(hooksObserve, hObs)
 	}
-	b.ReportMetric(medianF(enforceHook), "enforce-hooks-ms/turn")
-	b.ReportMetric(medianF(observeHook), "observe-hooks-ms/turn")
-	b.ReportMetric((medianF(enforce)-medianF(without))/turns, "enforce-wall-ms/turn")
-	b.ReportMetric((medianF(observe)-medianF(without))/turns, "observe-wall-ms/turn")
-	b.ReportMetric(medianF(without), "without-ms")
+	b.ReportMetric(medianF(gapEnforce), "budget-enforce-gap-ms/turn")
+	b.ReportMetric(spread(gapEnforce), "budget-enforce-gap-spread-ms")
+	b.ReportMetric(medianF(gapObserve), "budget-observe-gap-ms/turn")
+	b.ReportMetric(spread(gapObserve), "budget-observe-gap-spread-ms")
+	b.ReportMetric(medianF(slopeEnforce), "budget-enforce-slope-ms/turn")
+	b.ReportMetric(spread(slopeEnforce), "budget-enforce-slope-spread-ms")
+	b.ReportMetric(medianF(slopeObserve), "budget-observe-slope-ms/turn")
+	b.ReportMetric(medianF(gapExt), "extension-gap-ms/turn")
+	b.ReportMetric(medianF(slopeExt), "extension-slope-ms/turn")
+	b.ReportMetric(medianF(hooksEnforce), "enforce-hooks-ms/turn")
+	b.ReportMetric(medianF(hooksObserve), "observe-hooks-ms/turn")
+}
+
+// extensionWithout is a temporary copy of the bundled extension with one
+// line of its index.ts removed (a module's registration).
+func extensionWithout(b *testing.B, line string) string {
+	b.Helper()
+	src := filepath.Join(pitest.Root(b), "extension")
+	dst := filepath.Join(b.TempDir(), "extension")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	index := filepath.Join(dst, "pi-session", "index.ts")
+	data, err := os.ReadFile(index)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(line)) {
+		b.Fatalf("%s has no line %q", index, line)
+	}
+	if err := os.WriteFile(index, bytes.Replace(data, []byte(line), nil, 1), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dst
+}
+
+// requestGaps is the median time between consecutive model requests in
+// a FAUX_TIMES file, skipping the first skip requests.
+func requestGaps(b *testing.B, file string, skip int) float64 {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ts, gaps []float64
+	for _, l := range strings.Fields(string(data)) {
+		v, err := strconv.ParseFloat(l, 64)
+		if err != nil {
+			b.Fatalf("%s: %v", file, err)
+		}
+		ts = append(ts, v)
+	}
+	for i := skip + 1; i < len(ts); i++ {
+		gaps = append(gaps, ts[i]-ts[i-1])
+	}
+	if len(gaps) == 0 {
+		b.Fatalf("%s: %d requests", file, len(ts))
+	}
+	return medianF(gaps)
+}
+
+// spread is max - min.
+func spread(xs []float64) float64 {
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return hi - lo
 }

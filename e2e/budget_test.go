@@ -23,6 +23,22 @@ func budgetConfig(t *testing.T, e *pitest.Env, mode string, extra string) {
 	}
 }
 
+// runPrint runs pi-session -p with the prompts and returns the model's
+// requests and the output; pi-session must succeed after want requests.
+func runPrint(t *testing.T, e *pitest.Env, want int, prompts ...string) ([]pitest.Request, []byte) {
+	t.Helper()
+	out, err := e.Command(pitest.Binary(t), append(append(e.PiArgs(), "-p"), prompts...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session -p: %v\n%s", err, out)
+	}
+	reqs := e.Requests()
+	if len(reqs) != want {
+		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
+		t.Fatalf("model requests = %d, want %d\n%s\n%s", len(reqs), want, out, ev)
+	}
+	return reqs, out
+}
+
 func budgetEvents(t *testing.T, e *pitest.Env) []map[string]any {
 	t.Helper()
 	f, err := os.Open(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
@@ -42,13 +58,16 @@ func budgetEvents(t *testing.T, e *pitest.Env) []map[string]any {
 	return out
 }
 
-func hasEvent(evs []map[string]any, name string) bool {
-	for _, e := range evs {
-		if e["event"] == name {
-			return true
+func hasEvent(evs []map[string]any, name string) bool { return lastEvent(evs, name) != nil }
+
+// lastEvent is the last event named name, or nil.
+func lastEvent(evs []map[string]any, name string) map[string]any {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i]["event"] == name {
+			return evs[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // growSteps: a tool turn that measures the floor, one that grows the
@@ -65,14 +84,7 @@ func TestBudgetObserve(t *testing.T) {
 	e := pitest.NewEnv(t)
 	budgetConfig(t, e, "observe", "")
 	e.Scenario(map[string]any{"steps": append(append([]map[string]any{}, growSteps...), map[string]any{"text": "done"})})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 4 {
-		t.Fatalf("model requests = %d, want 4\n%s", len(reqs), out)
-	}
+	reqs, _ := runPrint(t, e, 4, "work")
 	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
 		t.Errorf("observe mode changed a tool result: %q", r)
 	}
@@ -105,14 +117,7 @@ func TestBudgetEnforce(t *testing.T) {
 		map[string]any{"text": "continued"},
 	)
 	e.Scenario(map[string]any{"steps": steps})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 5 {
-		t.Fatalf("model requests = %d, want 5\n%s", len(reqs), out)
-	}
+	reqs, _ := runPrint(t, e, 5, "work")
 	blocked := lastToolResult(t, reqs[3])
 	if !strings.Contains(blocked, "blocked") || !strings.Contains(blocked, "context_handoff") || strings.Contains(blocked, "after-threshold") {
 		t.Errorf("the tool past the threshold was not blocked with a message naming context_handoff: %q", blocked)
@@ -184,15 +189,7 @@ func TestBudgetCapRelaunch(t *testing.T) {
 		{"text": "relaunched: ${lastUser}"},
 	}
 	e.Scenario(map[string]any{"steps": steps})
-	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "work")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("pi-session -p: %v\n%s", err, out)
-	}
-	reqs := e.Requests()
-	if len(reqs) != 9 {
-		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
-		t.Fatalf("model requests = %d, want 9\n%s\n%s", len(reqs), out, ev)
-	}
+	reqs, out := runPrint(t, e, 9, "work")
 	last := reqs[8]
 	if last.PID == reqs[7].PID {
 		t.Errorf("the last request came from the same pid %d: no relaunch\n%s", last.PID, out)
@@ -205,59 +202,226 @@ func TestBudgetCapRelaunch(t *testing.T) {
 		t.Errorf("no relaunch line:\n%s", out)
 	}
 	evs := budgetEvents(t, e)
-	for _, want := range []string{"handoff_committed", "fallback_armed", "relaunch_armed", "relaunch_marker"} {
+	for _, want := range []string{"handoff_committed", "fallback_armed", "relaunch_armed", "relaunch_marker", "continued_from"} {
 		if !hasEvent(evs, want) {
 			t.Errorf("events lack %s", want)
 		}
 	}
 	assertNoMarkers(t, e)
+	// The relaunched session's last handoff is the one it continued from.
+	st, err := e.Command(pitest.Binary(t), "status", "--all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi-session status: %v\n%s", err, st)
+	}
+	if n := strings.Count(string(st), "; last "); n != 2 || strings.Count(string(st), m[1]) != 2 {
+		t.Errorf("pi-session status does not show the second handoff as the last of both sessions:\n%s", st)
+	}
 }
 
 // TestBudgetOverflowRecovery: a provider context overflow that pi does not
 // recover itself (its compaction is off) is recovered by one
-// compact-and-retry; in enforce mode the summary is the budget's
+// compact-and-retry. In enforce mode the summary is the budget's
 // mechanical one, never pi's default summarizer (which would be a model
-// request).
+// request); in observe mode (the default) it is pi's own summarizer, and
+// when that fails, the bounded mechanical one.
 func TestBudgetOverflowRecovery(t *testing.T) {
-	e := pitest.NewEnv(t)
-	budgetConfig(t, e, "enforce", "")
-	if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1}}`), 0o600); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name       string
+		mode       string
+		summarizer []map[string]any // the summarizer's request, if pi makes one
+		want       []string
+	}{
+		{"enforce", "enforce", nil, []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2", "now add them"}},
+		{"observe, native summarizer", "observe", []map[string]any{{"text": "SUMMARY: the user gave the numbers 4 and 2"}}, []string{"SUMMARY: the user gave the numbers 4 and 2"}},
+		{"observe, summarizer fails", "observe", []map[string]any{{"error": "summarizer unavailable"}}, []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := pitest.NewEnv(t)
+			budgetConfig(t, e, c.mode, "")
+			if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"enabled":false,"keepRecentTokens":1}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			steps := []map[string]any{{"text": "first answer"}, {"error": "prompt is too long: 250000 tokens > 200000 maximum"}}
+			steps = append(append(steps, c.summarizer...), map[string]any{"text": "recovered"})
+			e.Scenario(map[string]any{"steps": steps})
+			rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+			rpc.Prompt("remember the numbers 4 and 2")
+			from := rpc.Prompt("now add them")
+			rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
+				return r.Str("type") == "agent_settled" && len(e.Requests()) >= len(steps)
+			})
+			reqs := e.Requests()
+			if len(reqs) != len(steps) {
+				t.Fatalf("model requests = %d, want %d (prompt, overflow, %d summarizer calls, retry)", len(reqs), len(steps), len(c.summarizer))
+			}
+			var texts []string
+			for _, m := range nonSystem(reqs[len(reqs)-1]) {
+				texts = append(texts, m.Text())
+			}
+			all := strings.Join(texts, "\n---\n")
+			for _, want := range append(c.want, "exceeded the model's context window") {
+				if !strings.Contains(all, want) {
+					t.Errorf("the retried request lacks %q:\n%s", want, all)
+				}
+			}
+			if strings.Contains(all, "first answer") {
+				t.Errorf("the retried request still holds the old history:\n%s", all)
+			}
+			if code := rpc.Close(); code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+			evs := budgetEvents(t, e)
+			if !hasEvent(evs, "overflow_recovery") {
+				t.Error("events lack overflow_recovery")
+			}
+			if mech := hasEvent(evs, "backstop"); mech != strings.Contains(c.want[0], "mechanical") {
+				t.Errorf("mechanical backstop used: %v", mech)
+			}
+		})
 	}
+}
+
+// nonSystem is a request's messages besides the system prompt.
+func nonSystem(r pitest.Request) []pitest.Message {
+	var out []pitest.Message
+	for _, m := range r.Decoded() {
+		if m.Role != "system" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestBudgetHandoffPlainPi: without pi-session (plain pi with the
+// extension, which starts pi-session serve), /handoff commits in place:
+// the request after the handoff is the handoff and the continuation, from
+// the same process and session. No configuration: observe mode, where
+// /handoff works too.
+func TestBudgetHandoffPlainPi(t *testing.T) {
+	e := pitest.NewEnv(t)
+	e.Set("PI_SESSION_BIN", pitest.Binary(t))
 	e.Scenario(map[string]any{"steps": []map[string]any{
-		{"text": "first answer"},
-		{"error": "prompt is too long: 250000 tokens > 200000 maximum"},
-		{"text": "recovered"},
+		{"text": "noted"},
+		{"tool": "context_handoff", "args": map[string]any{"goal": "ship the parser", "next_step": "run the tests", "facts": "the lexer is done"}},
+		{"text": "continuing in place"},
 	}})
-	rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
-	rpc.Prompt("remember the numbers 4 and 2")
-	from := rpc.Prompt("now add them")
-	rpc.WaitFrom(from, "the retried turn", func(r pitest.Record) bool {
-		return r.Str("type") == "agent_settled" && len(e.Requests()) >= 3
-	})
+	pi := filepath.Join(pitest.ToolsBin(t), "pi")
+	out, err := e.Command(pi, append(e.PiArgs("extension"), "-p", "never touch the public API", "/handoff start over")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pi -p: %v\n%s", err, out)
+	}
 	reqs := e.Requests()
 	if len(reqs) != 3 {
-		t.Fatalf("model requests = %d, want 3 (no summarizer call)", len(reqs))
+		ev, _ := os.ReadFile(filepath.Join(e.Agent, "context-budget", "events.jsonl"))
+		t.Fatalf("model requests = %d, want 3\n%s\n%s", len(reqs), out, ev)
 	}
-	var texts []string
-	for _, m := range reqs[2].Decoded() {
-		if m.Role != "system" {
-			texts = append(texts, m.Text())
+	if !strings.Contains(reqs[1].LastUser(), "start over") || strings.Contains(reqs[1].LastUser(), "fresh process") {
+		t.Errorf("the /handoff request under plain pi = %q", reqs[1].LastUser())
+	}
+	msgs := nonSystem(reqs[2])
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "# Handoff ") || !strings.Contains(msgs[0].Text(), "> never touch the public API") ||
+		!strings.Contains(msgs[1].Text(), "The context was reset to the handoff above") {
+		t.Fatalf("the request after /handoff is not the handoff and the continuation: %v", msgs)
+	}
+	if reqs[2].PID != reqs[0].PID {
+		t.Errorf("pid %d after the handoff, %d before: want the same process", reqs[2].PID, reqs[0].PID)
+	}
+	evs := budgetEvents(t, e)
+	if committed := lastEvent(evs, "handoff_committed"); committed == nil || committed["source"] != "manual" || committed["mode"] != "observe" {
+		t.Errorf("handoff_committed = %v, want a manual commit carried out in observe mode", committed)
+	}
+	if hasEvent(evs, "relaunch_armed") {
+		t.Error("plain pi armed a relaunch")
+	}
+}
+
+// TestBudgetHandoffPastThreshold: /handoff while the policy already
+// requires a handoff (enforce mode, past the threshold) is still the
+// user's: under pi-session it ends in a relaunch, not an in-place commit.
+func TestBudgetHandoffPastThreshold(t *testing.T) {
+	e := pitest.NewEnv(t)
+	budgetConfig(t, e, "enforce", `,"handoffGrace":{"enabled":false}`)
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		growSteps[0], growSteps[1],
+		{"text": "I will stop here"}, // the policy's settle continuation asks for a handoff
+		{"text": "still stopping"},
+		{"tool": "context_handoff", "args": map[string]any{"goal": "g", "next_step": "n", "facts": "f"}}, // /handoff
+		{"text": "ending this process"},
+		{"text": "relaunched: ${lastUser}"},
+	}})
+	reqs, _ := runPrint(t, e, 7, "work", "/handoff now")
+	if reqs[6].PID == reqs[5].PID || !regexp.MustCompile(`^continue from /\S+-1\.md$`).MatchString(reqs[6].LastUser()) {
+		t.Errorf("last request from pid %d (before: %d): %q, want a relaunch continuing from the handoff", reqs[6].PID, reqs[5].PID, reqs[6].LastUser())
+	}
+	evs := budgetEvents(t, e)
+	for _, want := range []string{"handoff_required", "relaunch_armed", "relaunch_marker"} {
+		if !hasEvent(evs, want) {
+			t.Errorf("events lack %s", want)
 		}
 	}
-	all := strings.Join(texts, "\n---\n")
-	for _, want := range []string{"Emergency handoff (mechanical)", "remember the numbers 4 and 2", "now add them", "exceeded the model's context window"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("the retried request lacks %q:\n%s", want, all)
+	if hasEvent(evs, "handoff_committed") {
+		t.Error("the /handoff committed in place under pi-session")
+	}
+}
+
+// TestBudgetGuardOff: a shared guard library at <agentDir>/lib/guards.ts
+// whose isGuardOff("context") says true turns enforcement off for the
+// session: nothing is blocked, the crossing is logged as
+// guard_off_threshold, and the mismatch names the guard.
+func TestBudgetGuardOff(t *testing.T) {
+	e := pitest.NewEnv(t)
+	budgetConfig(t, e, "enforce", `,"handoffGrace":{"enabled":false}`)
+	lib := filepath.Join(e.Agent, "lib")
+	if err := os.MkdirAll(lib, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	guards := `export function isGuardOff(name: string): boolean { return name === "context"; }` + "\n"
+	if err := os.WriteFile(filepath.Join(lib, "guards.ts"), []byte(guards), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Scenario(map[string]any{"steps": append(append([]map[string]any{}, growSteps...), map[string]any{"text": "done"})})
+	reqs, _ := runPrint(t, e, 4, "work")
+	if r := lastToolResult(t, reqs[3]); !strings.Contains(r, "after-threshold") {
+		t.Errorf("a tool was blocked with the context guard off: %q", r)
+	}
+	evs := budgetEvents(t, e)
+	if mismatch := lastEvent(evs, "mode_mismatch"); mismatch == nil || mismatch["effective"] != "off" || mismatch["reason"] != "context guard off" {
+		t.Errorf("mode_mismatch = %v", mismatch)
+	}
+	if !hasEvent(evs, "guard_off_threshold") {
+		t.Error("events lack guard_off_threshold")
+	}
+	for _, not := range []string{"tool_blocked", "handoff_required", "would_tool_blocked"} {
+		if hasEvent(evs, not) {
+			t.Errorf("the guard's off logged %s", not)
 		}
 	}
-	if strings.Contains(all, "first answer") {
-		t.Errorf("the retried request still holds the old history:\n%s", all)
+}
+
+// TestBudgetSiblingInvalidates: a tool called beside context_handoff that
+// finishes after the handoff was written makes it stale: it is discarded,
+// not committed, and the next handoff lists it.
+func TestBudgetSiblingInvalidates(t *testing.T) {
+	e := pitest.NewEnv(t)
+	if err := os.WriteFile(filepath.Join(e.Agent, "context-budget.json"), []byte(`{"mode":"enforce"}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if code := rpc.Close(); code != 0 {
-		t.Errorf("exit status %d", code)
+	handoff := map[string]any{"tool": "context_handoff", "args": map[string]any{"goal": "g", "next_step": "n", "facts": "${lastUser}"}}
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tools": []map[string]any{handoff, {"tool": "bash", "args": map[string]any{"command": "sleep 0.5; echo late"}}}},
+		{"text": "both ran"},
+		handoff,
+		{"text": "continued"},
+	}})
+	reqs, _ := runPrint(t, e, 4, "first", "second")
+	if msgs := nonSystem(reqs[1]); len(msgs) != 4 || strings.Contains(msgs[0].Text(), "# Handoff") {
+		t.Errorf("the stale handoff was committed: the next request holds %v", msgs)
 	}
-	if evs := budgetEvents(t, e); !hasEvent(evs, "overflow_recovery") || !hasEvent(evs, "backstop") {
-		t.Errorf("events lack overflow_recovery or backstop")
+	msgs := nonSystem(reqs[3])
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text(), "## Discarded drafts") || !strings.Contains(msgs[0].Text(), "-1.md (a tool finished after the handoff)") {
+		t.Errorf("the committed handoff does not list the discarded one: %v", msgs)
+	}
+	if ev := lastEvent(budgetEvents(t, e), "handoff_discarded"); ev == nil || ev["reason"] != "a tool finished after the handoff" {
+		t.Errorf("handoff_discarded = %v", ev)
 	}
 }

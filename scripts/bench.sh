@@ -23,7 +23,7 @@ run "jsonpath: queries over a 16 MB document in place vs decoding it with encodi
 run "offload: 64 KB-100 MB payloads vs sha256sum+cp, grep -c, jq (OFFLOAD_BENCH_SIZES limits sizes)" ./offload 'Engine' 1x
 run "hooks+offload: engine host peak RSS for a 1/16/100 MB tool result over its socket vs in process (HOST_MEMORY_SIZES limits sizes)" ./e2e 'HostMemory' 3x
 run "session: reader on a 200 MB session vs cat, resume after 1 MB" ./session '.' 3x
-run "budget: per-turn cost of the budget hooks through real pi (60 tool turns) vs the same session without the extension" ./e2e 'BudgetTurn' 3x
+run "budget: per-turn cost of the budget hooks through real pi (40 and 80 tool turns) vs the same extension without its budget module, and without the extension" ./e2e 'BudgetTurn' 5x
 run "budget: context_handoff with git metadata, 10k files and 5 worktrees, vs git status --porcelain=v2 alone" ./budget 'HandoffWrite' 5x
 run "recap: select + serialize + redact a 50 MB run vs reading it once with session/" ./recap 'Prepare50MB' 5x
 run "recap: redaction of 48 KB inputs built against naive scanners vs ordinary text" ./recap 'RedactAdversarial' 50x

@@ -120,35 +120,39 @@ func sessionReader(r *hooks.Request) budget.SessionReader {
 }
 
 func (b *budgetEngine) start(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		Model string `json:"model"`
-	}
+	var q budget.StartParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
 	b.eng.SetSessions(sessionReader(r))
-	return b.eng.Start(p, arm, q.Model), nil
+	return b.eng.Start(p, arm, q), nil
 }
 
 func (b *budgetEngine) input(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		Source string `json:"source"`
-	}
+	var q budget.InputParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
-	compact, v := b.eng.Input(p, arm, q.Source)
+	compact, v := b.eng.Input(p, arm, q)
 	return map[string]any{"compact": compact, "view": v}, nil
 }
 
-func (b *budgetEngine) agentStart(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		Manual bool `json:"manual"`
+// closed is a connection's end. After a bye the session's uncommitted
+// handoff, if any, is discarded (pi is shutting down) and the session
+// forgotten; a connection lost without one keeps the session's state for
+// the extension's reconnection.
+func (b *budgetEngine) closed(p *hooks.Peer, clean bool) {
+	if clean && b.eng != nil && p.Hello.SessionID != "" {
+		b.eng.End(p.Hello.SessionID)
 	}
+}
+
+func (b *budgetEngine) agentStart(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
+	var q budget.AgentStartParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
-	return b.eng.AgentStart(p, arm, q.Manual), nil
+	return b.eng.AgentStart(p, arm, q), nil
 }
 
 func (b *budgetEngine) toolDone(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {

@@ -194,7 +194,11 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	st := budget.State{Phase: budget.Idle, Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits, Floor: r.Floor, FloorKnown: r.FloorKnown}
 	t := int64(tokens)
 	st, fx := budget.Step(st, lim, budget.TurnEnd{Tokens: &t, Continues: true})
-	rep := budgetReport{SessionFile: args[0], ConfigPath: l.Path, ConfigFound: l.Found, ConfigErrors: l.Errors, ConfiguredMode: l.Config.Mode,
+	configured := l.Config.Mode
+	if l.Requested != "" {
+		configured = l.Requested // what the file asks for, even when an error forces observe
+	}
+	rep := budgetReport{SessionFile: args[0], ConfigPath: l.Path, ConfigFound: l.Found, ConfigErrors: l.Errors, ConfiguredMode: configured,
 		Mode: mode, ModeReason: reason, Model: *model, Role: map[bool]string{true: "subagent", false: "main"}[*subagent], Tokens: tokens,
 		Thresholds: lim.Thresholds, Effective: st.Thresholds(lim), Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits,
 		LastHandoff: r.Last.Path, Phase: st.Phase, MaxHandoffs: lim.Cap}

@@ -31,6 +31,12 @@ func (s *engineSet) list() []hooks.Engine {
 	return append(es, s.offload.engine(), s.budget.engine())
 }
 
+// closed tells the engines that a session's connection closed (clean:
+// after its bye).
+func (s *engineSet) closed(p *hooks.Peer, clean bool) {
+	s.budget.closed(p, clean)
+}
+
 // close releases what the engines hold open.
 func (s *engineSet) close() {
 	s.offload.close()

@@ -67,7 +67,7 @@ func cmdServe(ctx context.Context, inv *invocation) int {
 	}
 	engines := newEngineSet(inv, nil)
 	defer engines.close()
-	h, err := startHost(inv, hostSpec{mode: "serve", engines: engines.list()})
+	h, err := startHost(inv, hostSpec{mode: "serve", engines: engines.list(), closed: engines.closed})
 	if err != nil {
 		return inv.errorf(exitOSErr, "serve: %v", err)
 	}
@@ -125,6 +125,7 @@ type hostSpec struct {
 	owns    func(pid int) bool // the pi this pi-session launched; nil for serve
 	marker  func(pid int) string
 	engines []hooks.Engine
+	closed  func(p *hooks.Peer, clean bool) // a connection closed (engineSet.closed)
 }
 
 // host is a running engine host with its log and status records.
@@ -163,7 +164,12 @@ func startHost(inv *invocation, spec hostSpec) (*host, error) {
 	hh, err := hooks.Listen(hooks.Config{
 		Path: path, Version: Version(), Mode: spec.mode, Logger: h.log, Owns: spec.owns,
 		OnHello: func(p *hooks.Peer) { h.hello(p, spec) },
-		OnClose: h.closed,
+		OnClose: func(p *hooks.Peer, clean bool) {
+			h.closed(p, clean)
+			if spec.closed != nil {
+				spec.closed(p, clean)
+			}
+		},
 	})
 	if err != nil {
 		logf.Close()

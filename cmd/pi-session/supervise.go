@@ -60,7 +60,7 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	engines := newEngineSet(inv, relauncher)
 	defer engines.close()
 	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker,
-		engines: engines.list()})
+		engines: engines.list(), closed: engines.closed})
 	if err != nil {
 		sup.Notice("engine host unavailable, pi runs without pi-session's engines: %v", err)
 	} else {

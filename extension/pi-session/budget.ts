@@ -7,10 +7,13 @@
 // With the engine unreachable nothing is blocked and pi runs as without
 // the extension; a handoff the engine cannot write is a tool error.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { calculateContextTokens, estimateTokens, getAgentDir } from "@earendil-works/pi-coding-agent";
 import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import * as fs from "node:fs";
+import * as path from "node:path";
 import type { Kit } from "./kit.ts";
+import { guardIntegration } from "./guards.ts";
 
 type View = {
 	mode: string;
@@ -24,6 +27,8 @@ type View = {
 	live: boolean;
 	pending: string;
 	wrapper: boolean;
+	model: string;
+	quietBelow: number | null;
 };
 type Draft = Record<string, unknown> & { type: string };
 type Answer = {
@@ -45,6 +50,7 @@ const STATUS_KEY = "pi-session-budget";
 const OWNED = "pi-session budget compaction";
 
 export function registerBudget(pi: ExtensionAPI, kit: Kit) {
+	const guards = guardIntegration(path.join(getAgentDir(), "lib", "guards.ts"), kit.say);
 	let view: View | undefined;
 	let ctx: ExtensionContext | undefined;
 	const blocked = new Set<string>();
@@ -57,11 +63,27 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	// PI_SESSION_BUDGET_TIMING=<file>: the benchmark's measure of the time
 	// spent in the per-turn hooks, appended as one JSON line at shutdown.
 	const timingFile = process.env.PI_SESSION_BUDGET_TIMING;
-	const timing = { turns: 0, toolCalls: 0, turnEndMs: 0, toolCallMs: 0 };
+	const timing = { turns: 0, toolCalls: 0, turnEndMs: 0, toolCallMs: 0, usageMs: 0 };
 
+	// Every budget call goes through one queue, so the engine sees the
+	// session's events in pi's order (the host answers calls
+	// concurrently); background calls are sent in turn without pi waiting.
+	let queue: Promise<unknown> = Promise.resolve();
+	const inOrder = <T>(fn: () => Promise<T>): Promise<T> => {
+		const p = queue.then(fn, fn);
+		queue = p.catch(() => undefined);
+		return p;
+	};
+	const ask = <T>(method: string, params: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => inOrder(() => kit.ask<T>(method, params, o));
+	const background = (method: string, params: unknown) => {
+		void ask<Answer>(method, params).then((r) => show(r?.result.view));
+	};
+
+	let syncSettle = () => {};
 	const show = (v: View | undefined) => {
 		if (!v) return;
 		view = v;
+		syncSettle();
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
@@ -77,7 +99,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		view = undefined;
 		overflowTried = false;
 		if (!(await kit.ready(3000))) return;
-		show((await kit.ask<View>("budget.start", { model: model(c) }))?.result);
+		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }))?.result);
 	});
 
 	// Every input reloads the configuration; a user's input after
@@ -85,7 +107,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	kit.arbiter.onInput("budget", async (event, c) => {
 		ctx = c;
 		if (event.source !== "extension") overflowTried = false;
-		const a = (await kit.ask<{ compact: boolean; view: View }>("budget.input", { source: event.source }))?.result;
+		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off() }))?.result;
 		show(a?.view);
 		if (a?.compact) await compactNow(c, false);
 		return { action: "continue" };
@@ -93,7 +115,8 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 
 	pi.on("before_agent_start", async (event) => {
 		if (event.messageType !== "user") return undefined; // internal continuations keep the run's bounds
-		show((await kit.ask<View>("budget.agentStart", { manual: (event.prompt ?? "").startsWith(MANUAL_PREFIX) }))?.result);
+		const prompt: string = event.prompt ?? "";
+		show((await ask<View>("budget.agentStart", { manual: prompt.startsWith(MANUAL_PREFIX), prompt: prompt.slice(-4096) }))?.result);
 		return undefined;
 	});
 
@@ -111,13 +134,6 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	pi.on("session_shutdown", () => {
 		if (timingFile) fs.appendFileSync(timingFile, JSON.stringify(timing) + "\n");
 	});
-	// background sends calls whose answers cannot change what pi does
-	// (observe and off mode), in order, without making pi wait.
-	let queue: Promise<unknown> = Promise.resolve();
-	const background = (method: string, params: unknown) => {
-		queue = queue.then(() => kit.ask<Answer>(method, params)).then((r) => show(r?.result.view));
-	};
-
 	const toolCall = async (event: any) => {
 		const params = { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input };
 		if (view && !view.live) {
@@ -126,7 +142,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			return undefined;
 		}
 		if (!view?.gate) return undefined;
-		const a = (await kit.ask<Answer>("budget.toolCall", params))?.result;
+		const a = (await ask<Answer>("budget.toolCall", params))?.result;
 		if (!a) return undefined; // fail open
 		show(a.view);
 		if (a.grace) grace.add(event.toolCallId);
@@ -139,51 +155,114 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	// invalidates it; a blocked one does not.
 	pi.on("tool_execution_end", async (event) => {
 		if (blocked.has(event.toolCallId) || event.toolName === "context_handoff" || !handoffDone || !view?.pending) return;
-		show((await kit.ask<View>("budget.toolDone", { toolName: event.toolName }))?.result);
+		show((await ask<View>("budget.toolDone", { toolName: event.toolName }))?.result);
 	});
 
-	pi.on("turn_end", async (event, c) => {
-		const t0 = timingFile ? performance.now() : 0;
-		try {
-			return await turnEnd(event, c);
-		} finally {
-			if (timingFile) {
-				timing.turns++;
-				timing.turnEndMs += performance.now() - t0;
-			}
-		}
+	// Each turn is observed from its messages: the assistant message (its
+	// usage, its tool calls) and one toolResult message per call, all of
+	// which pi delivers before the turn's turn_end. A turn_end handler is
+	// registered only for a turn whose answer may change what pi does (an
+	// enforce-mode or /handoff turn that is not quiet): with any turn_end
+	// handler pi builds the session's whole boundary context twice per turn,
+	// a cost that grows with the session. Every other turn is recorded
+	// without making pi wait.
+	type Turn = { msg: any; calls: number; results: any[]; extra: number; sent: boolean; params?: any };
+	let turn: Turn | undefined;
+	let turnIndex = 0;
+	let offTurnEnd: (() => void) | undefined;
+	pi.on("turn_start", (event) => {
+		turnIndex = event.turnIndex;
 	});
-	const turnEnd = async (event: any, c: ExtensionContext) => {
+	pi.on("message_end", async (event, c) => {
 		ctx = c;
-		const msg = event.message as any;
-		const okAssistant = msg?.role === "assistant" && msg.stopReason !== "error" && msg.stopReason !== "aborted";
+		const m = event.message as any;
+		if (m.role === "assistant") {
+			await flush(); // a turn whose results never came (a path pi did not take before)
+			const failed = m.stopReason === "error" || m.stopReason === "aborted";
+			const calls = failed ? 0 : (m.content ?? []).filter((b: any) => b.type === "toolCall").length;
+			turn = { msg: m, calls, results: [], extra: 0, sent: false };
+		} else if (m.role === "toolResult" && turn && !turn.sent) {
+			turn.results.push(m);
+			turn.extra += estimateTokens(m);
+		} else return undefined;
+		if (turn.results.length >= turn.calls) await ready(c);
+		return undefined;
+	});
+
+	// turnParams is what budget.turnEnd gets for a turn.
+	const turnParams = async (t: Turn, c: ExtensionContext) => {
+		const msg = t.msg;
+		const okAssistant = msg.stopReason !== "error" && msg.stopReason !== "aborted";
 		if (okAssistant) overflowTried = false;
-		const u = msg?.usage;
-		const usage = okAssistant && u ? u.totalTokens || u.input + u.output + u.cacheRead + u.cacheWrite : null;
-		const results = (event.toolResults ?? []).map((r: any) => ({
-			toolName: r.toolName,
-			isError: !!r.isError,
-			grace: grace.has(r.toolCallId),
-			blocked: blocked.has(r.toolCallId),
-		}));
-		const tokens = c.getContextUsage()?.tokens ?? null;
-		const params = {
-			turnIndex: event.turnIndex,
+		const usage = okAssistant && msg.usage ? calculateContextTokens(msg.usage) : 0;
+		const u0 = timingFile ? performance.now() : 0;
+		// pi's own context estimate (getContextUsage) is this turn's usage
+		// plus its tool results; ask pi (which walks the whole session)
+		// only when the turn has no usable usage.
+		const tokens = usage ? usage + t.extra : (c.getContextUsage()?.tokens ?? null);
+		if (timingFile) timing.usageMs += performance.now() - u0;
+		return {
+			turnIndex,
 			tokens,
 			usage: usage || null,
 			model: model(c),
-			toolResults: results,
-			continues: (event.toolResults ?? []).length > 0,
-			outcome: event.outcome,
+			toolResults: t.results.map((r: any) => ({
+				toolName: r.toolName,
+				toolCallId: r.toolCallId,
+				isError: !!r.isError,
+				grace: grace.has(r.toolCallId),
+				blocked: blocked.has(r.toolCallId),
+			})),
+			continues: t.calls > 0,
+			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
+			guardOff: await guards.off(),
 		};
-		if (view && !view.live) {
-			// Observe and off mode: nothing to carry out; record the turn without waiting.
+	};
+
+	// ready: every message of the turn is in. A turn that cannot change
+	// anything (observe and off mode, or enforce mode below quietBelow) is
+	// sent now without waiting; any other gets the turn_end handler.
+	const ready = async (c: ExtensionContext) => {
+		const t = turn;
+		if (!t || t.sent) return;
+		const t0 = timingFile ? performance.now() : 0;
+		const params = await turnParams(t, c);
+		const quiet = !view?.live || (view.quietBelow != null && (params.tokens === null || params.tokens < view.quietBelow) && params.model === view.model);
+		if (quiet && view) {
+			t.sent = true;
+			offTurnEnd?.();
+			offTurnEnd = undefined;
 			blocked.clear();
 			grace.clear();
+			handoffDone = false;
 			background("budget.turnEnd", params);
-			return undefined;
+		} else {
+			t.params = params;
+			offTurnEnd ??= pi.on("turn_end", turnEnd);
 		}
-		const a = (await kit.ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
+		if (timingFile) {
+			timing.turns++;
+			timing.turnEndMs += performance.now() - t0;
+		}
+	};
+
+	// flush sends a turn that was never sent (no turn_end came for it).
+	const flush = async () => {
+		const t = turn;
+		if (!t || t.sent || !ctx) return;
+		t.sent = true;
+		background("budget.turnEnd", t.params ?? (await turnParams(t, ctx)));
+	};
+
+	const turnEnd = async (event: any, c: ExtensionContext) => {
+		ctx = c;
+		const t = turn;
+		const t0 = timingFile ? performance.now() : 0;
+		if (!t || t.sent) return undefined;
+		t.sent = true;
+		const params = t.params ?? (await turnParams(t, c));
+		const a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
+		if (timingFile) timing.turnEndMs += performance.now() - t0;
 		blocked.clear();
 		grace.clear();
 		handoffDone = false;
@@ -195,18 +274,40 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		return { entries: [...event.entries, ...((a.entries ?? []) as any[])], continue: a.continue || undefined };
 	};
 
-	pi.on("agent_before_settle", async (event) => {
-		const a = (await kit.ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
+	// agent_before_settle, like turn_end, makes pi build the whole boundary
+	// context, so its handler is registered only while a settle could ask
+	// for a continuation (a handoff required, a fallback, a /handoff, in a
+	// mode that carries it out); otherwise the settle is reported at
+	// agent_settled, for the record and observe mode's preview.
+	// No job, watch or subagent registry is available to pi-session
+	// (pendingWork is what they would count), so the settle-time idle
+	// handoff never starts here; see README, Idle reset.
+	let settleSeen = false;
+	const beforeSettle = async (event: any) => {
+		settleSeen = true;
+		const a = (await ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
 		if (!a) return undefined;
 		show(a.view);
 		if (!a.entries?.length) return undefined;
 		return { entries: [...event.entries, ...(a.entries as any[])], continue: a.continue || undefined };
-	});
+	};
+	let offSettle: (() => void) | undefined = pi.on("agent_before_settle", beforeSettle);
+	syncSettle = () => {
+		const want = !view || (view.live && view.quietBelow == null);
+		if (want && !offSettle) offSettle = pi.on("agent_before_settle", beforeSettle);
+		if (!want && offSettle) {
+			offSettle();
+			offSettle = undefined;
+		}
+	};
 
 	pi.on("agent_settled", async (event, c) => {
 		ctx = c;
 		for (const w of settleWaiters.splice(0)) w();
-		const a = (await kit.ask<Answer>("budget.settled", {}, { timeoutMs: 30_000 }))?.result;
+		await flush();
+		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
+		settleSeen = false;
+		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: 30_000 }))?.result;
 		if (a) {
 			show(a.view);
 			notify(a);
@@ -227,7 +328,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const leaf = branch[branch.length - 1];
 		const m = leaf?.type === "message" ? leaf.message : undefined;
 		if (!m || m.role !== "assistant" || m.stopReason !== "error" || !isContextOverflow(m, c.model?.contextWindow ?? 0)) return;
-		const a = (await kit.ask<{ recover: boolean; text: string; view: View }>("budget.overflow", { attempted: overflowTried }))?.result;
+		const a = (await ask<{ recover: boolean; text: string; view: View }>("budget.overflow", { attempted: overflowTried }))?.result;
 		if (!a) return;
 		show(a.view);
 		if (a.text) kit.say(a.text, a.recover ? "warning" : "error");
@@ -257,14 +358,14 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		let r = await once(false);
 		if (!r.ok && allowMechanical && !/nothing to compact|already compacted|cancel/i.test(r.error ?? "")) r = await once(true);
 		owned = mechanical = false;
-		show((await kit.ask<View>("budget.compactResult", { ok: r.ok, error: r.error ?? "", owned: true, reason: "manual" }))?.result);
+		show((await ask<View>("budget.compactResult", { ok: r.ok, error: r.error ?? "", owned: true, reason: "manual" }))?.result);
 		return r.ok;
 	};
 
 	kit.arbiter.onCompaction("budget", async (event) => {
 		const mine = owned && event.customInstructions === OWNED;
 		const a = (
-			await kit.ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>("budget.compaction", {
+			await ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>("budget.compaction", {
 				reason: event.reason,
 				owned: mine,
 				tokensBefore: event.preparation?.tokensBefore ?? 0,
@@ -279,7 +380,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 
 	pi.on("session_compact_failed", async (event) => {
 		if (event.fromExtension && owned) return; // compactNow reports its own
-		show((await kit.ask<View>("budget.compactResult", { ok: false, error: event.errorMessage ?? "", owned: false, reason: event.reason }))?.result);
+		show((await ask<View>("budget.compactResult", { ok: false, error: event.errorMessage ?? "", owned: false, reason: event.reason }))?.result);
 	});
 
 	pi.registerTool({
@@ -316,10 +417,12 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			let a: { text: string; isError?: boolean; details?: unknown; view: View };
 			try {
 				a = (
-					await kit.call<{ text: string; isError?: boolean; details?: unknown; view: View }>(
-						"budget.handoff",
-						{ args: params, toolCallId, integrations: integrations() },
-						{ timeoutMs: 90_000, signal },
+					await inOrder(() =>
+						kit.call<{ text: string; isError?: boolean; details?: unknown; view: View }>(
+							"budget.handoff",
+							{ args: params, toolCallId, integrations: integrations() },
+							{ timeoutMs: 90_000, signal },
+						),
 					)
 				).result;
 			} catch (e) {
@@ -341,7 +444,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
 		handler: async (args, c) => {
 			ctx = c;
-			const a = (await kit.ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }))?.result;
+			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }))?.result;
 			if (!a) {
 				kit.say("pi-session: cannot make a handoff: the engine is unreachable", "error");
 				return;
@@ -370,3 +473,4 @@ function integrations(): string[] {
 		"scheduled agents: not exposed by registry",
 	];
 }
+

@@ -323,6 +323,28 @@ test("controller: a failed model call writes the local fallback and warns", asyn
 	assert.equal(c.boundary.pending(), false);
 });
 
+test("controller: the same failure again writes its fallback without a second warning", async () => {
+	const { log, t, c } = pendingRecap({
+		summarize: async () => {
+			throw new SummaryError("The summary model p/m is not available; choose one with /recap.");
+		},
+	});
+	t.fireAll();
+	await settle();
+	c.beforeAgentStart("B1");
+	c.settled();
+	t.fireAll();
+	await settle();
+	assert.equal(log.appended.length, 2);
+	assert.equal(log.warnings.length, 1, "told once per session and cause");
+	c.sessionStart(true); // a new session tells again
+	c.beforeAgentStart("B2");
+	c.settled();
+	t.fireAll();
+	await settle();
+	assert.equal(log.warnings.length, 2);
+});
+
 test("controller: a running child defers the recap; the last one settling re-arms it", async () => {
 	const { log, state, t, c } = pendingRecap();
 	state.child = true;

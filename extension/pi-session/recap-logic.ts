@@ -275,6 +275,10 @@ export type RecapHost = {
 export class RecapController {
 	readonly boundary = new RunBoundary();
 	private active = false;
+	// warned is the last failure the user was told about in this session: the
+	// same cause again (a model that is not available, say) writes its
+	// fallback card quietly instead of warning after every run.
+	private warned: string | undefined;
 	private timer: unknown;
 	private tasks = new Set<{ ac: AbortController; done: Promise<void> }>();
 	private host: RecapHost;
@@ -290,6 +294,7 @@ export class RecapController {
 	// sessionStart: recaps run for a main session in the TUI only.
 	sessionStart(active: boolean) {
 		this.active = active;
+		this.warned = undefined;
 		this.cancelTimer();
 		this.boundary.clear();
 	}
@@ -414,7 +419,8 @@ export class RecapController {
 			if (e instanceof RecapAborted || signal.aborted) return;
 			const why = (e as Error).message;
 			data = { ...p.fallback, ...source, fallback: true };
-			this.host.warn(`Recap: ${why} A local recap was written instead.`);
+			if (why !== this.warned) this.host.warn(`Recap: ${why} A local recap was written instead.`);
+			this.warned = why;
 		}
 		if (signal.aborted || !this.active) return;
 		this.host.append(data);

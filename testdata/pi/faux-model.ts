@@ -24,6 +24,9 @@
 //   FAUX_FALLBACK  fallback without a script (default echo)
 //   FAUX_LOG       JSONL file; one line per request the model received:
 //                  {"n", "pid", "messages", "tools"}
+//   FAUX_TIMES     file; one line per request: milliseconds (performance.now())
+//                  when the model received it, for benchmarks that time turns
+//                  without FAUX_LOG's cost
 //   FAUX_PROVIDER, FAUX_MODEL, FAUX_MODEL_NAME, FAUX_CONTEXT_WINDOW
 //                  the provider/model names (default faux/faux-1)
 //   FAUX_RECAP     answers of a second, cheap model for recaps, registered
@@ -194,6 +197,7 @@ export default function (pi: ExtensionAPI) {
 	const respond = (context: any) => {
 		faux.appendResponses([respond]); // keep exactly one response queued
 		const messages = context.messages ?? [];
+		if (process.env.FAUX_TIMES) fs.appendFileSync(process.env.FAUX_TIMES, performance.now().toFixed(3) + "\n");
 		const n = requestIndex();
 		logRequest(n, messages);
 		const steps = scenario.steps ?? [];
