@@ -120,30 +120,9 @@ func piUnder(t *testing.T, pid int) int {
 	}
 }
 
-// groupStates lists the states of the processes of process group pgrp.
-func groupStates(pgrp int) map[int]string {
-	out := map[int]string{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgrp) {
-			out[pid] = f[0]
-		}
-	}
-	return out
-}
-
 func checkStopped(t *testing.T, pi int, when string) {
 	t.Helper()
-	g := groupStates(pi)
+	g := pitest.GroupStates(pi)
 	if len(g) == 0 {
 		t.Fatalf("%s: pi's process group %d is empty", when, pi)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/pi-session/pi-session/pitest"
 )
 
 func TestOrphaned(t *testing.T) {
@@ -42,37 +43,11 @@ func TestOrphaned(t *testing.T) {
 	}
 }
 
-// group lists the processes of process group pgrp with their states
-// (the third field of /proc/<pid>/stat), read from /proc.
-func group(t *testing.T, pgrp int) map[int]string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgrp) {
-			out[pid] = f[0]
-		}
-	}
-	return out
-}
-
 // allStopped fails unless every process of pi's group (pi and the child it
 // started) is stopped.
 func allStopped(t *testing.T, piPID int, when string) {
 	t.Helper()
-	g := group(t, piPID)
+	g := pitest.GroupStates(piPID)
 	if len(g) < 2 {
 		t.Fatalf("%s: pi's process group %d has %v, want pi and its child", when, piPID, g)
 	}

@@ -96,27 +96,19 @@ func printPrune(w io.Writer, dir string, rep status.PruneReport, verbose bool) {
 	fmt.Fprintf(w, "%s %d of %d %s examined in %s (%d ms)\n", verb, len(rep.Removed), rep.Examined,
 		plural(rep.Examined, "record", "records"), dir, rep.Elapsed.Milliseconds())
 	for _, d := range rep.Removed {
-		fmt.Fprintf(w, "  %-8s %s: %s\n", "remove", d.Name, d.Reason.Describe())
+		decisionLine(w, "remove", d.Name, d.Reason)
 	}
 	if len(rep.Kept) > 0 {
 		fmt.Fprintf(w, "kept %d:\n", len(rep.Kept))
-		if verbose {
-			for _, d := range rep.Kept {
-				fmt.Fprintf(w, "  %-8s %s: %s\n", "keep", d.Name, d.Reason.Describe())
+		reasons := make([]status.Reason, len(rep.Kept))
+		for i, d := range rep.Kept {
+			reasons[i] = d.Reason
+			if verbose {
+				decisionLine(w, "keep", d.Name, d.Reason)
 			}
-		} else {
-			counts := map[status.Reason]int{}
-			var reasons []status.Reason
-			for _, d := range rep.Kept {
-				if counts[d.Reason] == 0 {
-					reasons = append(reasons, d.Reason)
-				}
-				counts[d.Reason]++
-			}
-			slices.Sort(reasons)
-			for _, r := range reasons {
-				fmt.Fprintf(w, "  %5d  %s\n", counts[r], r.Describe())
-			}
+		}
+		if !verbose {
+			printReasonCounts(w, reasons, "")
 		}
 	}
 	switch {
@@ -124,5 +116,33 @@ func printPrune(w io.Writer, dir string, rep status.PruneReport, verbose bool) {
 		fmt.Fprintf(w, "the pass stopped at its time budget; the next continues after %s\n", rep.Next)
 	case rep.Next != "":
 		fmt.Fprintf(w, "the pass stopped at its record limit; the next continues after %s\n", rep.Next)
+	}
+}
+
+// describer is a pruning reason that says what it means.
+type describer interface {
+	~string
+	Describe() string
+}
+
+// decisionLine is one line of a pass's report: "  remove   name: why".
+func decisionLine[R describer](w io.Writer, verb, name string, r R) {
+	fmt.Fprintf(w, "  %-8s %s: %s\n", verb, name, r.Describe())
+}
+
+// printReasonCounts prints how many items have each reason, one line per
+// reason in order: "  <count>  <prefix><what it means>".
+func printReasonCounts[R describer](w io.Writer, reasons []R, prefix string) {
+	counts := map[R]int{}
+	var order []R
+	for _, r := range reasons {
+		if counts[r] == 0 {
+			order = append(order, r)
+		}
+		counts[r]++
+	}
+	slices.Sort(order)
+	for _, r := range order {
+		fmt.Fprintf(w, "  %5d  %s%s\n", counts[r], prefix, r.Describe())
 	}
 }

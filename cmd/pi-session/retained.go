@@ -152,25 +152,17 @@ func printMarkerPrune(w io.Writer, mp markerPrune, dry, verbose bool) {
 	}
 	fmt.Fprintf(w, "%s %d of %d retained relaunch %s in %s\n", verb, len(mp.Removed), n, plural(n, "marker", "markers"), mp.Dir)
 	for _, d := range mp.Removed {
-		fmt.Fprintf(w, "  %-8s %s: %s\n", "remove", d.Name, d.Reason.Describe())
+		decisionLine(w, "remove", d.Name, d.Reason)
 	}
-	if verbose {
-		for _, d := range mp.Kept {
-			fmt.Fprintf(w, "  %-8s %s: %s\n", "keep", d.Name, d.Reason.Describe())
+	kept := make([]marker.Fate, len(mp.Kept))
+	for i, d := range mp.Kept {
+		kept[i] = d.Reason
+		if verbose {
+			decisionLine(w, "keep", d.Name, d.Reason)
 		}
-	} else if len(mp.Kept) > 0 {
-		counts := map[marker.Fate]int{}
-		var fates []marker.Fate
-		for _, d := range mp.Kept {
-			if counts[d.Reason] == 0 {
-				fates = append(fates, d.Reason)
-			}
-			counts[d.Reason]++
-		}
-		slices.Sort(fates)
-		for _, f := range fates {
-			fmt.Fprintf(w, "  %5d  kept: %s\n", counts[f], f.Describe())
-		}
+	}
+	if !verbose {
+		printReasonCounts(w, kept, "kept: ")
 	}
 	if len(mp.Orphans) > 0 {
 		fmt.Fprintf(w, "  %s %d reason %s whose marker is gone\n", verb, len(mp.Orphans), plural(len(mp.Orphans), "file", "files"))

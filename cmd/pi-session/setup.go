@@ -74,12 +74,7 @@ func cmdSetup(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(exitConfig, "setup: %v; fix the file or move it aside, then run setup again (nothing was changed)", err)
 	}
-	verb := func(done, would string) string {
-		if *dryRun {
-			return "would " + would
-		}
-		return done
-	}
+	verb := func(done, would string) string { return dryVerb(*dryRun, done, would) }
 	changed := false
 
 	stale := extension.Stale(dir)

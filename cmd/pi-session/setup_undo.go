@@ -94,12 +94,7 @@ func setupUndo(inv *invocation, dryRun bool) int {
 	if err != nil {
 		return inv.errorf(exitConfig, "setup --undo: %v; fix the file or move it aside, then run setup --undo again (nothing was changed)", err)
 	}
-	verb := func(done, would string) string {
-		if dryRun {
-			return "would " + would
-		}
-		return done
-	}
+	verb := func(done, would string) string { return dryVerb(dryRun, done, would) }
 	fail := func(err error, changed bool) int {
 		state := "nothing was changed"
 		if changed {
@@ -235,4 +230,12 @@ func fileMode(path string, def fs.FileMode) fs.FileMode {
 		return fi.Mode().Perm()
 	}
 	return def
+}
+
+// dryVerb is done, or "would " + would in a dry run.
+func dryVerb(dry bool, done, would string) string {
+	if dry {
+		return "would " + would
+	}
+	return done
 }
