@@ -132,7 +132,7 @@ Usage:
   pi-session -- <word> ...                                 send a reserved word to pi as a prompt
   pi-session version                                       pi-session's version and the pi it runs
   pi-session status | prune                                sessions' status records (see --help of each)
-  pi-session setup                                         install pi-session's extension for plain pi too
+  pi-session setup [--undo]                                install (or remove) pi-session's extension for plain pi
   pi-session doctor                                        check Node, pi, the extension, the engine socket
   pi-session serve                                         the engine host alone (plain pi's extension starts it)
   pi-session engine <command> ...                          what an engine computes from files, without pi
