@@ -2,6 +2,7 @@ package budget
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -289,15 +292,67 @@ func TestResumeCheck(t *testing.T) {
 	if !r.Truncated || len(r.Output) > ResumeBytes {
 		t.Errorf("large output: truncated %v, %d bytes", r.Truncated, len(r.Output))
 	}
-	start := time.Now()
-	r = RunResumeCheck(context.Background(), "sleep 30 & sleep 30", dir, 200*time.Millisecond, 200*time.Millisecond)
-	if !r.TimedOut || time.Since(start) > 5*time.Second {
-		t.Errorf("timeout: %+v after %v", r, time.Since(start))
+	// A check past its timeout is killed with its whole process group: both
+	// sleeps are gone when it returns, not 30 s later.
+	pids := filepath.Join(dir, "pids")
+	r = RunResumeCheck(context.Background(), "sleep 30 & echo $! > pids; echo $$ >> pids; sleep 30", dir, 200*time.Millisecond, 200*time.Millisecond)
+	if !r.TimedOut {
+		t.Errorf("timeout: %+v", r)
 	}
-	start = time.Now()
-	r = RunResumeCheck(context.Background(), "(sleep 30 &) ; echo done", dir, 10*time.Second, 200*time.Millisecond)
-	if r.TimedOut || !strings.Contains(r.Output, "done") || time.Since(start) > 5*time.Second {
-		t.Errorf("escaped descendant holding the pipe: %+v after %v", r, time.Since(start))
+	for _, pid := range readPIDs(t, pids) {
+		waitGone(t, pid)
+	}
+	// A descendant that escaped the group and holds the pipe does not hold
+	// the check: it returns with the output while that sleep still runs.
+	r = RunResumeCheck(context.Background(), "(sleep 30 & echo $! > pids) ; echo done", dir, 10*time.Second, 200*time.Millisecond)
+	escaped := readPIDs(t, pids)
+	alive := len(escaped) == 1 && syscall.Kill(escaped[0], 0) == nil
+	for _, pid := range escaped {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if r.TimedOut || !strings.Contains(r.Output, "done") || !alive {
+		t.Errorf("escaped descendant holding the pipe: %+v; the descendant was alive when the check returned: %v", r, alive)
+	}
+}
+
+// readPIDs reads the pids a check wrote, one a line.
+func readPIDs(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("%s: %q", path, b)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// waitGone waits until pid has exited: gone, or a zombie (a killed
+// group's orphans go to init, which may reap them late or never in a
+// container).
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	running := func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		i := bytes.LastIndexByte(b, ')')
+		return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	}
+	for i := 0; running(); i++ {
+		if i == 1000 {
+			t.Errorf("pid %d of the timed-out check is still running", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

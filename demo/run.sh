@@ -28,6 +28,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$dir/agent" "$dir/home" "$dir/project" "$dir/tmp"
+# pi keeps the last 2k tokens on a compaction (default 20k), so /relay has
+# something to replace after a single long answer.
+[ -e "$dir/agent/settings.json" ] || echo '{"compaction":{"keepRecentTokens":2000}}' > "$dir/agent/settings.json"
 [ -e "$dir/project/README.md" ] || printf '# demo project\n\nA scratch directory for the pi-session demo.\n' > "$dir/project/README.md"
 
 export PATH="$bin:$PATH" HOME="$dir/home" PI_CODING_AGENT_DIR="$dir/agent" TMPDIR="$dir/tmp"
@@ -90,6 +93,9 @@ pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   4. Ctrl+Z stops pi, pi-session and this script (fg resumes); /quit leaves.
   5. Leave pi alone for 30 s after a run: a "✦ Recap" card written by the demo's
      recap model says what the run did and the next step (ctrl+o shows the model).
+  6. Type  fill the session  (a long report), then anything else, then  /relay : the
+     conversation becomes a deterministic handoff note plus the latest exchange, without a
+     model call. Ask  what did the report find?  : the model fetches it back with recall.
 Files of this run: $dir (removed at the end; KEEP=1 keeps them)
 Press Enter to start.
 TXT
@@ -121,3 +127,12 @@ session=$(grep -l 'show me the build log' "$dir"/agent/sessions/*/*.jsonl | head
 echo
 echo "\$ pi-session engine recap <the build-log session>   # what a recap would send"
 "$ps_bin" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | cut -c1-160 | awk 'NR <= 24' # reads it all: no SIGPIPE under pipefail
+
+# The relay scene: /relay exists in interactive and RPC sessions only, so
+# outside a terminal it runs in RPC mode.
+echo
+echo "\$ pi-session --mode rpc   (relay: a long session, /relay, recall)"
+node "$root/demo/relay-rpc.mjs" "$ps_bin" "${args[@]}" -- \
+  "fill the session with the profiling report" "thanks; now check the tests" "/relay" "what did the report find?"
+echo
+echo "relay notes written: $(ls "$dir/agent/context-relay"/*/ 2>/dev/null | tr '\n' ' ')"

@@ -207,6 +207,12 @@ func (cn *conn) dispatch(f frame) {
 		stop := context.AfterFunc(ctx, func() { answer(nil, cn.expired(ctx, req, timeout)) })
 		defer stop()
 		res, err := cn.call(ctx, fn, req)
+		if err != nil && ctx.Err() != nil {
+			// The handler gave up because its context ended (it returned
+			// ctx.Err(), say) before the deadline's own answer ran: the
+			// caller gets the deadline's error either way.
+			res, err = nil, cn.expired(ctx, req, timeout)
+		}
 		answer(res, err)
 		if len(req.Bulk) >= releaseBulk {
 			// The bulk bytes are garbage now. Left to the collector, they

@@ -171,6 +171,10 @@ var echo = Engine{Name: "test", Methods: map[string]Handler{
 	"block": func(ctx context.Context, r *Request) (any, error) {
 		select {} // ignores its context: the host must answer anyway
 	},
+	"wait": func(ctx context.Context, r *Request) (any, error) {
+		<-ctx.Done() // gives up with its context, racing the deadline's answer
+		return nil, ctx.Err()
+	},
 	"peer": func(ctx context.Context, r *Request) (any, error) {
 		return r.Peer, nil
 	},
@@ -366,6 +370,25 @@ func TestDeadline(t *testing.T) {
 	}
 	if _, _, err := c.Call(ctx, "ping", nil, nil); err != nil {
 		t.Errorf("ping after expired calls: %v", err)
+	}
+}
+
+// TestDeadlineRace: a handler that returns ctx.Err() as its deadline
+// passes races the host's own deadline answer; the caller must get the
+// deadline's error whichever goroutine answers first (under load the
+// handler's "context deadline exceeded" used to win as an engine error).
+func TestDeadlineRace(t *testing.T) {
+	h, _ := startHost(t, Config{}, echo)
+	rc := dialRaw(t, h)
+	rc.hello()
+	const n = 300
+	for i := 1; i <= n; i++ {
+		rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"test.wait","timeoutMs":1}`+"\n", i))
+	}
+	for i := 0; i < n; i++ {
+		if m := rc.recv(); errCode(m) != CodeDeadline {
+			t.Fatalf("answer %d of %d = %v, want code %d", i+1, n, m, CodeDeadline)
+		}
 	}
 }
 

@@ -13,12 +13,13 @@ type engineSet struct {
 	relauncher *supervisor.Relauncher // nil under `pi-session serve`: no relaunch there
 	offload    *offloadEngines
 	budget     *budgetEngine
+	relay      *relayHost
 }
 
 // newEngineSet opens the engines for one host. relauncher is the
 // wrapper's, or nil for serve.
 func newEngineSet(inv *invocation, relauncher *supervisor.Relauncher) *engineSet {
-	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher)}
+	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher), relay: newRelayHost(inv)}
 }
 
 // list is the engines to register, in order.
@@ -28,7 +29,7 @@ func (s *engineSet) list() []hooks.Engine {
 		es = append(es, s.relauncher.Engine())
 	}
 	es = append(es, recapEngine())
-	return append(es, s.offload.engine(), s.budget.engine())
+	return append(es, s.offload.engine(), s.budget.engine(), s.relay.engine())
 }
 
 // closed tells the engines that a session's connection closed (clean:
@@ -41,4 +42,5 @@ func (s *engineSet) closed(p *hooks.Peer, clean bool) {
 func (s *engineSet) close() {
 	s.offload.close()
 	s.budget.close()
+	s.relay.close()
 }

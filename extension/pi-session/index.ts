@@ -13,6 +13,7 @@ import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
 import { registerBudget } from "./budget.ts";
 import { registerRecap } from "./recap.ts";
+import { registerRelay } from "./relay.ts";
 import { ensureServe, stopServe } from "./serve.ts";
 import { VERSION } from "./version.ts";
 
@@ -94,6 +95,7 @@ export default function (pi: ExtensionAPI) {
 	// The engines share session_before_compact and input through the
 	// arbiter, which holds the one written rule of who acts (arbiter.ts).
 	const arbiter = new Arbiter();
+	const reporters: (() => Promise<string[]>)[] = [];
 	pi.on("session_before_compact", (event, c) => arbiter.compact(event, c) as any);
 	pi.on("input", (event, c) => arbiter.input(event, c) as any);
 	const kit: Kit = {
@@ -103,6 +105,7 @@ export default function (pi: ExtensionAPI) {
 		hello: () => hello,
 		ready: (ms) => client?.ready(ms) ?? Promise.resolve(false),
 		say: (text, level) => say(text, level),
+		report: (rows) => void reporters.push(rows),
 	};
 
 	pi.on("session_start", async (_event, c) => {
@@ -197,6 +200,7 @@ export default function (pi: ExtensionAPI) {
 	registerOffload(pi, kit);
 	registerBudget(pi, kit);
 	registerRecap(pi, kit);
+	registerRelay(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;
@@ -273,6 +277,7 @@ export default function (pi: ExtensionAPI) {
 			const more = r.diagnostics - (r.problems?.length ?? 0);
 			if (more > 0 && r.rest) lines.push(`            ${more} more: ${r.rest}`);
 		}
+		for (const rows of reporters) lines.push(...(await rows().catch(() => [])));
 		return lines.join("\n");
 	};
 }

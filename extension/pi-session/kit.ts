@@ -21,4 +21,6 @@ export type Kit = {
 	ready: (ms?: number) => Promise<boolean>;
 	// say tells the user once: a notification in the TUI, stderr elsewhere.
 	say: (text: string, level?: "info" | "warning" | "error") => void;
+	// report adds rows (already indented) to /pi-session's report.
+	report?: (rows: () => Promise<string[]>) => void;
 };

@@ -13,9 +13,14 @@
 //                  Any step may add "pad": N, a text block of about N
 //                  tokens (4N characters) that grows the context and the
 //                  reported usage by that much.
+//                  A text step may add "filler": N, N characters of
+//                  numbered lines that differ from one another after the
+//                  text (a long session whose text is searchable).
 //                  Text and tool arguments may use ${lastUser},
-//                  ${lastToolResult} and ${lastHandle} (the last ce_ handle
-//                  a tool result or user message mentioned).
+//                  ${lastToolResult}, ${lastHandle} (the last ce_ handle
+//                  a tool result or user message mentioned) and
+//                  ${lastEntryId} (the first "entryId <id>" of the last
+//                  tool result, as recall lists them).
 //                  The n-th request (counted across processes through
 //                  FAUX_LOG, so a scenario spans relaunches) gets step n;
 //                  after the last step, "repeat" starts over, otherwise the
@@ -46,11 +51,13 @@
 //                  output cost of $0.10 per million tokens)
 //   FAUX_RECAP_LOG JSONL file; one line per request the recap model got:
 //                  {"n", "pid", "model", "systemPrompt", "messages", "reasoning", "maxTokens"}
+//   FAUX_PROMPT_CACHE  "short" or "short,long": the model declares promptCache
+//                  with these lifetimes in seconds (unset: no declaration)
 import { fauxAssistantMessage, fauxProvider, fauxText, fauxToolCall } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import * as fs from "node:fs";
 
-type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[]; error?: string; pad?: number };
+type Step = { text?: string; tool?: string; args?: Record<string, unknown>; tools?: { tool: string; args?: Record<string, unknown> }[]; error?: string; pad?: number; filler?: number };
 type Scenario = { steps?: Step[]; repeat?: boolean; fallback?: string };
 
 function loadScenario(): Scenario {
@@ -58,6 +65,20 @@ function loadScenario(): Scenario {
 	if (!file) return { steps: [], fallback: process.env.FAUX_FALLBACK ?? "echo" };
 	const s = JSON.parse(fs.readFileSync(file, "utf8")) as Scenario;
 	return { steps: s.steps ?? [], repeat: s.repeat ?? false, fallback: s.fallback ?? process.env.FAUX_FALLBACK ?? "echo" };
+}
+
+// filler is n characters of numbered lines that differ from one another,
+// so a long session is cheap to script and its text is searchable.
+export function filler(n: number, seed: number): string {
+	const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"];
+	const lines: string[] = [];
+	let len = 0;
+	for (let i = 0; len < n; i++) {
+		const line = `filler ${seed}.${i}: ${words[(seed + i) % words.length]} ${words[(seed * 7 + i * 3) % words.length]} item_${seed}_${i} checked ok`;
+		lines.push(line);
+		len += line.length + 1;
+	}
+	return lines.join("\n").slice(0, n);
 }
 
 function textOf(content: unknown): string {
@@ -110,6 +131,8 @@ const DEMO_LOG_SIZE = process.env.FAUX_DEMO_LOG_SIZE ?? "large";
 // in a fresh process, and a large build log that the offload engine keeps
 // out of context and the model reads back with ctx_read.
 function demoStep(messages: any[]) {
+	const relay = relayDemoStep(messages);
+	if (relay) return relay;
 	const lastMsg = messages[messages.length - 1];
 	if (lastMsg?.role === "toolResult") {
 		const text = textOf(lastMsg.content);
@@ -153,6 +176,34 @@ function demoStep(messages: any[]) {
 	return fauxAssistantMessage(demoAnswer(user));
 }
 
+// relayDemoStep is the relay scene: a long report that fills the context
+// (its finding on the first line), and after /relay a question the model
+// answers by fetching the finding back with recall. Undefined when the
+// conversation is not in that scene.
+function relayDemoStep(messages: any[]) {
+	const lastMsg = messages[messages.length - 1];
+	if (lastMsg?.role === "toolResult" && lastMsg.toolName === "recall") {
+		const text = textOf(lastMsg.content);
+		const found = /Finding: .*?\(\)\./.exec(text)?.[0];
+		return fauxAssistantMessage(
+			found
+				? `The report left my context with the relay, but recall fetched it back from the session file:\n  ${found.trim()}\n(recall searched the entries that left the context; the handoff note told me how.)`
+				: `recall answered:\n${text.slice(0, 600)}`,
+		);
+	}
+	if (lastMsg?.role !== "user") return undefined;
+	const user = textOf(lastMsg.content);
+	if (/\bfill\b/i.test(user)) {
+		return fauxAssistantMessage(
+			"Here is the long profiling report.\nFinding: the ember_cache miss rate is 42% on shard 17, caused by an eviction bug in evictOldest().\n" + filler(90000, 1),
+		);
+	}
+	if (/\b(find|found|finding)\b/i.test(user) && /report/i.test(user)) {
+		return fauxAssistantMessage([fauxToolCall("recall", { query: "ember cache miss rate finding" })], { stopReason: "toolUse" });
+	}
+	return undefined;
+}
+
 function demoAnswer(user: string): string {
 	const m = /^continue from (\S+)/.exec(user.trim());
 	if (m) {
@@ -179,6 +230,14 @@ function demoAnswer(user: string): string {
 	].join("\n\n");
 }
 
+// promptCache is the model's declared cache lifetime, from FAUX_PROMPT_CACHE.
+function promptCache(): { promptCache?: { short?: number; long?: number } } {
+	const v = process.env.FAUX_PROMPT_CACHE;
+	if (!v) return {};
+	const [short, long] = v.split(",").map((x) => Number(x.trim()));
+	return { promptCache: { short, ...(Number.isFinite(long) ? { long } : {}) } };
+}
+
 export default function (pi: ExtensionAPI) {
 	const scenario = loadScenario();
 	const provider = process.env.FAUX_PROVIDER ?? "faux";
@@ -194,6 +253,8 @@ export default function (pi: ExtensionAPI) {
 			},
 		],
 	});
+	// The faux provider copies only the fields it knows from a definition.
+	for (const m of faux.models) Object.assign(m, promptCache());
 	const respond = (context: any) => {
 		faux.appendResponses([respond]); // keep exactly one response queued
 		const messages = context.messages ?? [];
@@ -215,7 +276,8 @@ export default function (pi: ExtensionAPI) {
 			s
 				.replaceAll("${lastUser}", last(messages, "user"))
 				.replaceAll("${lastToolResult}", last(messages, "toolResult"))
-				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "");
+				.replaceAll("${lastHandle}", s.includes("${lastHandle}") ? handle() : "")
+				.replaceAll("${lastEntryId}", /entryId ([0-9a-f]{8})/.exec(last(messages, "toolResult"))?.[1] ?? "");
 		const substArgs = (v: unknown): unknown =>
 			typeof v === "string" ? subst(v) : Array.isArray(v) ? v.map(substArgs) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substArgs(x)])) : v;
 		const pad = step?.pad ? [fauxText("padding ".repeat(Math.ceil(step.pad / 2)))] : [];
@@ -227,7 +289,7 @@ export default function (pi: ExtensionAPI) {
 				{ stopReason: "toolUse" },
 			);
 		}
-		if (step?.text !== undefined) return fauxAssistantMessage([...pad, fauxText(subst(step.text))]);
+		if (step?.text !== undefined) return fauxAssistantMessage([...pad, fauxText(subst(step.text) + (step.filler ? "\n" + filler(step.filler, n) : ""))]);
 		if (scenario.fallback === "demo") return demoStep(messages);
 		return fauxAssistantMessage("faux: " + last(messages, "user"));
 	};

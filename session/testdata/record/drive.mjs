@@ -10,6 +10,7 @@
 //   {"model": "faux-2"}                   set_model
 //   {"thinking": "high"}                  set_thinking_level
 //   {"name": "session name"}              set_session_name
+//   {"compact": "instructions"}           RPC compact (pi's own LLM compaction)
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 
@@ -95,6 +96,8 @@ async function run() {
 			await send({ type: "set_model", provider: "faux", modelId: step.model });
 		} else if (step.thinking !== undefined) {
 			await send({ type: "set_thinking_level", level: step.thinking });
+		} else if (step.compact !== undefined) {
+			await send({ type: "compact", customInstructions: step.compact });
 		} else if (step.name !== undefined) {
 			await send({ type: "set_session_name", name: step.name });
 		} else {

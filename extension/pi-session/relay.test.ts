@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Arbiter } from "./arbiter.ts";
+import { cacheTtlMs, EXPIRY_MARGIN_MS, expiryDelay, fingerprint, kTokens, MARKER, merge, registerRelay, RESEND_ENTRY } from "./relay.ts";
+
+test("the cache lifetime is known only from a declaration or Anthropic", () => {
+	const declared = { promptCache: { short: 300, long: 3600 }, api: "openai-responses" };
+	assert.equal(cacheTtlMs(declared, { cacheWrite1h: 0 }, {}), 300_000);
+	assert.equal(cacheTtlMs(declared, { cacheWrite1h: 12 }, {}), 3_600_000);
+	assert.equal(cacheTtlMs(declared, {}, { PI_CACHE_RETENTION: "long" }), 3_600_000);
+	assert.equal(cacheTtlMs({ promptCache: { short: 22 } }, {}, { PI_CACHE_RETENTION: "long" }), 22_000); // no long tier: short
+	assert.equal(cacheTtlMs({ api: "anthropic-messages" }, { cacheWrite1h: 5 }, {}), 3_600_000);
+	assert.equal(cacheTtlMs({ api: "anthropic-messages" }, { cacheWrite1h: 0 }, {}), 300_000);
+	assert.equal(cacheTtlMs({ api: "openai-completions" }, {}, {}), undefined); // best effort: no timer
+	assert.equal(cacheTtlMs({ api: "deepseek" }, { cacheRead: 100 }, {}), undefined);
+	assert.equal(cacheTtlMs(undefined, {}, {}), undefined);
+});
+
+test("the relay waits until 20 s before expiry, and only with cache activity", () => {
+	const usage = { cacheRead: 10, cacheWrite: 0 };
+	assert.equal(expiryDelay(1000, 60_000, usage, 1000), 60_000 - EXPIRY_MARGIN_MS);
+	assert.equal(expiryDelay(1000, 60_000, usage, 50_000), undefined); // already inside the margin
+	assert.equal(expiryDelay(1000, 60_000, { cacheRead: 0, cacheWrite: 0 }, 1000), undefined);
+	assert.equal(expiryDelay(1000, undefined, usage, 1000), undefined);
+	assert.equal(expiryDelay(undefined, 60_000, usage, 1000), undefined);
+});
+
+test("held inputs merge in order, blank-line separated, images kept", () => {
+	const a = { type: "image", data: "A", mimeType: "image/png" };
+	const b = { type: "image", data: "B", mimeType: "image/png" };
+	assert.deepEqual(merge([{ text: "one", images: [a] }, { text: "two" }, { text: "three", images: [b] }]), { text: "one\n\ntwo\n\nthree", images: [a, b] });
+	assert.deepEqual(fingerprint({ text: "abc" }), { sha256: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", chars: 3, images: 0 });
+	assert.equal(kTokens(152340), "152k");
+	assert.equal(kTokens(900), "900");
+});
+
+// fakePi records what registerRelay registers and lets a test fire events.
+function fakePi() {
+	const handlers: Record<string, Function[]> = {};
+	const commands: Record<string, any> = {};
+	const tools: Record<string, any> = {};
+	const entries: any[] = [];
+	const sent: any[] = [];
+	return {
+		handlers,
+		commands,
+		tools,
+		entries,
+		sent,
+		pi: {
+			on: (name: string, fn: Function) => void (handlers[name] ??= []).push(fn),
+			registerCommand: (name: string, c: any) => void (commands[name] = c),
+			registerTool: (t: any) => void (tools[t.name] = t),
+			appendEntry: (customType: string, data: any) => void entries.push({ customType, data }),
+			sendUserMessage: (content: any) => void sent.push(content),
+		} as any,
+		async fire(name: string, event: any, ctx: any) {
+			for (const fn of handlers[name] ?? []) await fn(event, ctx);
+		},
+	};
+}
+
+function fakeCtx(over: any = {}) {
+	const ui = { editor: "draft", notes: [] as string[], notify: (m: string) => void ui.notes.push(m), setEditorText: (t: string) => void (ui.editor = t), getEditorText: () => ui.editor };
+	let compactOpts: any;
+	const ctx: any = {
+		hasUI: true,
+		ui,
+		isIdle: () => true,
+		hasPendingMessages: () => false,
+		getContextUsage: () => ({ tokens: 200_000 }),
+		sessionManager: { getLeafId: () => "leaf", getLeafEntry: () => undefined, getBranch: () => [] },
+		compact: (o: any) => void (compactOpts = o),
+		...over,
+	};
+	return { ctx, ui, compact: () => compactOpts };
+}
+
+function fakeKit(arbiter: Arbiter) {
+	const calls: any[] = [];
+	return {
+		calls,
+		kit: {
+			arbiter,
+			hello: () => ({ role: "main", subagent: false, headless: false, mode: "rpc" }),
+			ask: async (method: string, params: any) => {
+				calls.push({ method, params });
+				if (method === "relay.config") return { result: { config: { auto: { inputMinTokens: 1000 } }, warnings: [] } };
+				return { result: {} };
+			},
+			call: async (method: string, params: any) => {
+				calls.push({ method, params });
+				return { result: { summary: "note", firstKeptEntryId: "k", tokensBefore: 200_000, noteChars: 4, details: { relay: true, version: 1, notePath: "/nonexistent/1.md" } } };
+			},
+			ready: async () => true,
+			say: () => {},
+		} as any,
+	};
+}
+
+// setup registers the relay with fakes and starts the session.
+async function setup(hello?: any) {
+	const f = fakePi();
+	const arbiter = new Arbiter();
+	const k = fakeKit(arbiter);
+	if (hello) k.kit.hello = () => hello;
+	registerRelay(f.pi, k.kit);
+	const c = fakeCtx();
+	await f.fire("session_start", {}, c.ctx);
+	return { f, arbiter, k, c };
+}
+
+test("a session switch during trigger A's relay puts the held text back in the editor", async () => {
+	const { f, arbiter, c } = await setup();
+	const answer = await arbiter.input({ text: "hold me", source: "rpc", images: [{ type: "image", data: "x", mimeType: "image/png" }] }, c.ctx);
+	assert.deepEqual(answer, { action: "handled" });
+	await new Promise((r) => setImmediate(r));
+	const opts = c.compact();
+	assert.ok(opts.customInstructions.startsWith(MARKER), "the relay compacts with its marker");
+	// The session switches before the relay completes.
+	await f.fire("session_before_switch", {}, c.ctx);
+	opts.onComplete({ tokensBefore: 200_000, estimatedTokensAfter: 9000 });
+	await new Promise((r) => setImmediate(r));
+	assert.equal(f.sent.length, 0, "nothing is sent to the new session");
+	assert.equal(c.ui.editor, "draft\n\nhold me");
+	assert.ok(c.ui.notes.some((n) => n.includes("re-attach 1 image")), c.ui.notes.join("\n"));
+	assert.equal(arbiter.busy(), undefined, "the work slot is released");
+});
+
+test("trigger A resends once after an audit entry, even when the relay fails", async () => {
+	for (const ok of [true, false]) {
+		const f = fakePi();
+		const arbiter = new Arbiter();
+		const k = fakeKit(arbiter);
+		registerRelay(f.pi, k.kit);
+		const c = fakeCtx();
+		await f.fire("session_start", {}, c.ctx);
+		await arbiter.input({ text: "first", source: "interactive" }, c.ctx);
+		// More input while the relay runs joins the held message.
+		assert.deepEqual(await arbiter.input({ text: "second", source: "interactive" }, c.ctx), { action: "handled" });
+		await new Promise((r) => setImmediate(r));
+		const opts = c.compact();
+		if (ok) opts.onComplete({ tokensBefore: 200_000, estimatedTokensAfter: 9000 });
+		else opts.onError(new Error("Compaction cancelled"));
+		await new Promise((r) => setImmediate(r));
+		assert.deepEqual(f.sent, ["first\n\nsecond"]);
+		assert.equal(f.entries.length, 1);
+		assert.equal(f.entries[0].customType, RESEND_ENTRY);
+		assert.deepEqual(f.entries[0].data.items.map((i: any) => i.chars), [5, 6]);
+		assert.ok(c.ui.notes.some((n) => n.includes(ok ? "auto relay (new message) 200k → ~9k" : "failed: Compaction cancelled; your message is sent as it was")), c.ui.notes.join("\n"));
+	}
+});
+
+test("input below the threshold, commands, extension input and streaming input pass", async () => {
+	const { arbiter, c } = await setup();
+	assert.equal(await arbiter.input({ text: "/relay", source: "interactive" }, c.ctx), undefined);
+	assert.equal(await arbiter.input({ text: "x", source: "extension" }, c.ctx), undefined);
+	assert.equal(await arbiter.input({ text: "x", source: "rpc", streamingBehavior: "steer" }, c.ctx), undefined);
+	const small = fakeCtx({ getContextUsage: () => ({ tokens: 10 }) });
+	assert.equal(await arbiter.input({ text: "x", source: "rpc" }, small.ctx), undefined);
+	const unknown = fakeCtx({ getContextUsage: () => ({ tokens: null }) });
+	assert.equal(await arbiter.input({ text: "x", source: "rpc" }, unknown.ctx), undefined);
+});
+
+test("the relay answers only compactions with its own marker and token", async () => {
+	const { arbiter, c } = await setup();
+	assert.equal(await arbiter.compact({ customInstructions: "focus on tests", preparation: {} }, c.ctx), undefined);
+	assert.equal(await arbiter.compact({ preparation: {} }, c.ctx), undefined);
+	assert.deepEqual(await arbiter.compact({ customInstructions: MARKER + "stale", preparation: {} }, c.ctx), { cancel: true });
+});
+
+test("nothing is registered in a subagent or headless session", async () => {
+	for (const hello of [
+		{ role: "main", subagent: true, headless: false },
+		{ role: "main", subagent: false, headless: true },
+	]) {
+		const { f, arbiter } = await setup(hello);
+		assert.deepEqual(Object.keys(f.commands), []);
+		assert.deepEqual(Object.keys(f.tools), []);
+		assert.equal(await arbiter.input({ text: "x", source: "rpc" }, fakeCtx().ctx), undefined);
+	}
+});

@@ -1,0 +1,419 @@
+// The relay engine's side in pi: /relay, the recall tool, the automatic
+// triggers (A: on input past inputMinTokens; B: before the prompt cache
+// expires) and their notices. The note itself, where it is stored and what
+// recall answers are decided in Go (relay.* on the engine host); this
+// module only talks to pi. It registers nothing in subagent sessions and in
+// print/json mode.
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { createHash, randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { Code, EngineError } from "./client.ts";
+import type { Kit } from "./kit.ts";
+
+// MARKER starts the customInstructions of a relay's compaction: the engine
+// answers only compactions that carry it (with this relay's token).
+export const MARKER = "pi-session:context-relay:v1:";
+export const RESEND_ENTRY = "context-relay:resend";
+
+export type Trigger = "manual" | "input" | "expiry";
+
+export type RelayConfig = {
+	enabled: boolean;
+	tailMaxChars: number;
+	auto: { onInput: boolean; inputMinTokens: number; beforeExpiry: boolean; expiryMinTokens: number; minGrowthTokens: number };
+};
+
+const DEFAULTS: RelayConfig = {
+	enabled: true,
+	tailMaxChars: 48000,
+	auto: { onInput: true, inputMinTokens: 100000, beforeExpiry: true, expiryMinTokens: 140000, minGrowthTokens: 30000 },
+};
+
+// Held is one input trigger A held back, to send after the relay.
+export type Held = { text: string; images?: any[] };
+
+// EXPIRY_MARGIN_MS: trigger B relays this long before the cache expires.
+export const EXPIRY_MARGIN_MS = 20_000;
+
+// cacheTtlMs is the prompt cache lifetime of the last request, only when
+// it is reliably known: the model's promptCache declaration (tier long
+// with PI_CACHE_RETENTION=long or a 1 h write in the latest usage, else
+// short), else Anthropic's 1 h (a 1 h write) or 5 min; otherwise
+// undefined, and nothing is timed.
+export function cacheTtlMs(model: any, usage: any, env: Record<string, string | undefined>): number | undefined {
+	if (!model) return undefined;
+	const long = env.PI_CACHE_RETENTION === "long" || (usage?.cacheWrite1h ?? 0) > 0;
+	const pc = model.promptCache;
+	if (pc && (typeof pc.short === "number" || typeof pc.long === "number")) {
+		const s = long ? (pc.long ?? pc.short) : pc.short;
+		return typeof s === "number" && s > 0 ? s * 1000 : undefined;
+	}
+	if (model.api === "anthropic-messages") return (usage?.cacheWrite1h ?? 0) > 0 ? 3_600_000 : 300_000;
+	return undefined;
+}
+
+// expiryDelay is how long from now trigger B waits: until EXPIRY_MARGIN_MS
+// before the cache written by the request at requestAt expires; undefined
+// when there is nothing to time (no cache activity, unknown lifetime, or
+// already past).
+export function expiryDelay(requestAt: number | undefined, ttlMs: number | undefined, usage: any, now: number): number | undefined {
+	if (requestAt === undefined || ttlMs === undefined) return undefined;
+	if (!usage || (usage.cacheRead ?? 0) + (usage.cacheWrite ?? 0) <= 0) return undefined;
+	const delay = requestAt + ttlMs - EXPIRY_MARGIN_MS - now;
+	return delay > 0 ? delay : undefined;
+}
+
+// merge joins held inputs into one message: texts blank-line separated, in
+// order, images kept in order.
+export function merge(held: Held[]): { text: string; images: any[] } {
+	return { text: held.map((h) => h.text).join("\n\n"), images: held.flatMap((h) => h.images ?? []) };
+}
+
+// fingerprint is the resend audit entry's sha256 of a held item's text.
+export function fingerprint(h: Held): { sha256: string; chars: number; images: number } {
+	return { sha256: createHash("sha256").update(h.text).digest("hex"), chars: h.text.length, images: h.images?.length ?? 0 };
+}
+
+// kTokens writes 152340 as 152k.
+export function kTokens(n: number | undefined): string {
+	if (n === undefined || n === null || !Number.isFinite(n)) return "?";
+	return n >= 1000 ? `${Math.round(n / 1000)}k` : String(n);
+}
+
+// readConfig takes the engine's answer, falling back to the defaults.
+function readConfig(c: any): RelayConfig {
+	return {
+		enabled: typeof c?.enabled === "boolean" ? c.enabled : DEFAULTS.enabled,
+		tailMaxChars: typeof c?.tailMaxChars === "number" ? c.tailMaxChars : DEFAULTS.tailMaxChars,
+		auto: { ...DEFAULTS.auto, ...(c?.auto ?? {}) },
+	};
+}
+
+type Pending = { token: string; trigger: Trigger; notePath?: string; tokensBefore?: number; noteChars?: number; keptFrom?: string };
+
+type Outcome = { ok: boolean; error?: string; tokensBefore?: number; tokensAfter?: number; noteChars?: number; keptFrom?: string; notePath?: string };
+
+export function registerRelay(pi: ExtensionAPI, kit: Kit) {
+	let cfg: RelayConfig = DEFAULTS;
+	let warnings: string[] = [];
+	let active = false; // registered for this session
+	let pending: Pending | undefined; // the relay in flight
+	let held: Held[] | undefined; // trigger A's held inputs, while its relay runs
+	let generation = 0; // bumped at session switch and shutdown
+	let lastRelayTokens: number | undefined; // context size right after the last relay
+	let requestAt: number | undefined; // when the last real model request went out
+	let sawRequest = false; // before_provider_request fired in this run
+	let timer: NodeJS.Timeout | undefined;
+	let registeredOnce = false;
+
+	const clearTimer = () => {
+		if (timer) clearTimeout(timer);
+		timer = undefined;
+	};
+
+	// committed: the relay's compaction is the branch's leaf (pi appends it
+	// synchronously right after checking the abort signal).
+	const committed = (ctx: ExtensionContext, notePath: string | undefined) => {
+		const leaf: any = ctx.sessionManager.getLeafEntry();
+		return notePath !== undefined && leaf?.type === "compaction" && leaf?.details?.notePath === notePath;
+	};
+
+	// discard removes a relay's note: through the engine by token (which also
+	// stops a note still being written), and directly when its path is known.
+	const discard = (p: Pending) => {
+		void kit.ask("relay.discard", { token: p.token }, { timeoutMs: 3000 });
+		if (p.notePath) {
+			try {
+				rmSync(p.notePath, { force: true });
+			} catch {
+				// the engine removes it too
+			}
+		}
+	};
+
+	// claim answers the relay's own compaction with the engine's note.
+	const claim = async (event: any, ctx: ExtensionContext) => {
+		const ci = typeof event.customInstructions === "string" ? event.customInstructions : "";
+		if (!ci.startsWith(MARKER)) return undefined;
+		const p = pending;
+		if (!p || ci !== MARKER + p.token) return { cancel: true as const }; // a stale marker: never pi's LLM summary
+		const signal: AbortSignal | undefined = event.signal;
+		if (signal?.aborted) return { cancel: true as const };
+		const onAbort = () => {
+			if (!committed(ctx, p.notePath)) discard(p);
+		};
+		signal?.addEventListener("abort", onAbort, { once: true });
+		let answer: any;
+		try {
+			answer = (
+				await kit.call<any>(
+					"relay.note",
+					{
+						leafId: ctx.sessionManager.getLeafId() ?? "",
+						firstKeptEntryId: event.preparation?.firstKeptEntryId ?? "",
+						tokensBefore: event.preparation?.tokensBefore ?? 0,
+						token: p.token,
+					},
+					{ signal, timeoutMs: 60_000 },
+				)
+			).result;
+		} catch (e) {
+			p.notePath = undefined;
+			discard(p);
+			(p as any).error = explain(e as EngineError);
+			return { cancel: true as const };
+		}
+		p.notePath = answer.details?.notePath;
+		p.tokensBefore = answer.tokensBefore;
+		p.noteChars = answer.noteChars;
+		p.keptFrom = answer.firstKeptEntryId;
+		if (signal?.aborted) {
+			discard(p);
+			return { cancel: true as const };
+		}
+		return {
+			compaction: { summary: answer.summary, firstKeptEntryId: answer.firstKeptEntryId, tokensBefore: answer.tokensBefore, details: answer.details },
+		};
+	};
+
+	// runRelay compacts through pi with the relay's marker and reports how
+	// it went; it never throws.
+	const runRelay = (trigger: Trigger, ctx: ExtensionContext): Promise<Outcome> => {
+		if (!kit.arbiter.begin("relay")) {
+			const busy = kit.arbiter.busy();
+			return Promise.resolve({ ok: false, error: busy === "relay" ? "a relay is already running" : `another engine's work is running (${busy})` });
+		}
+		const p: Pending = { token: randomUUID(), trigger };
+		pending = p;
+		const tokensBefore = ctx.getContextUsage()?.tokens ?? undefined;
+		return new Promise<Outcome>((resolve) => {
+			// The relay is logged before anyone hears how it went.
+			const done = async (o: Outcome) => {
+				if (pending === p) pending = undefined;
+				kit.arbiter.end("relay");
+				await kit.ask("relay.log", {
+					trigger,
+					tokensBefore: p.tokensBefore ?? tokensBefore ?? 0,
+					noteChars: o.ok ? (p.noteChars ?? 0) : 0,
+					keptFrom: o.ok ? (p.keptFrom ?? "") : "",
+					ok: o.ok,
+					error: o.error,
+				}, { timeoutMs: 2000 });
+				resolve(o);
+			};
+			try {
+				ctx.compact({
+					customInstructions: MARKER + p.token,
+					onComplete: (r: any) => {
+						lastRelayTokens = r?.estimatedTokensAfter;
+						void done({ ok: true, tokensBefore: r?.tokensBefore, tokensAfter: r?.estimatedTokensAfter, noteChars: p.noteChars, keptFrom: p.keptFrom, notePath: p.notePath });
+					},
+					onError: (e: Error) => {
+						if (!committed(ctx, p.notePath)) discard(p);
+						void done({ ok: false, error: (p as any).error ?? e?.message ?? String(e) });
+					},
+				});
+			} catch (e) {
+				discard(p);
+				void done({ ok: false, error: (e as Error).message });
+			}
+		});
+	};
+
+	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => {
+		if (ctx.hasUI) ctx.ui.notify(text, level);
+		else console.error(text);
+	};
+
+	// grown: automatic relays wait until the context grew by minGrowthTokens
+	// since the last relay (unknown right after one: no relay then).
+	const grown = (tokens: number) => lastRelayTokens === undefined || tokens >= lastRelayTokens + cfg.auto.minGrowthTokens;
+
+	// resend sends trigger A's held input exactly once, after an audit entry,
+	// or puts the text back in the editor when the session changed meanwhile.
+	const resend = (ctx: ExtensionContext, items: Held[], gen: number, o: Outcome) => {
+		const m = merge(items);
+		if (gen !== generation) {
+			if (ctx.hasUI) {
+				const draft = ctx.ui.getEditorText?.() ?? "";
+				ctx.ui.setEditorText([draft, m.text].filter((s) => s.trim() !== "").join("\n\n"));
+				const imgs = m.images.length ? `; re-attach ${m.images.length} image${m.images.length > 1 ? "s" : ""}` : "";
+				ctx.ui.notify(`context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
+			}
+			return;
+		}
+		pi.appendEntry(RESEND_ENTRY, { trigger: "input", relayed: o.ok, items: items.map(fingerprint) });
+		const content = m.images.length ? [{ type: "text" as const, text: m.text }, ...m.images] : m.text;
+		pi.sendUserMessage(content as any);
+	};
+
+	const autoNotice = (ctx: ExtensionContext, trigger: Trigger, o: Outcome) => {
+		const why = trigger === "input" ? "new message" : "cache expiry";
+		if (o.ok) notice(ctx, `context-relay: auto relay (${why}) ${kTokens(o.tokensBefore)} → ~${kTokens(o.tokensAfter)} tokens`);
+		else notice(ctx, `context-relay: auto relay (${why}) failed: ${o.error}${trigger === "input" ? "; your message is sent as it was" : ""}`, "warning");
+	};
+
+	// Trigger A: hold the input, relay, send the input.
+	const onInput = async (event: any, ctx: ExtensionContext) => {
+		if (!active) return undefined;
+		if (held) {
+			// Input reaching pi while trigger A's relay runs joins the held one.
+			if (event.source === "extension") return undefined;
+			held.push({ text: event.text ?? "", images: event.images });
+			return { action: "handled" as const };
+		}
+		if (!cfg.enabled || !cfg.auto.onInput) return undefined;
+		if (event.source !== "interactive" && event.source !== "rpc") return undefined;
+		if (event.streamingBehavior || !ctx.isIdle()) return undefined;
+		const text: string = event.text ?? "";
+		if (text.trimStart().startsWith("/")) return undefined;
+		const tokens = ctx.getContextUsage()?.tokens;
+		if (tokens == null || tokens < cfg.auto.inputMinTokens || !grown(tokens)) return undefined;
+		if (kit.arbiter.busy()) return undefined;
+		const items: Held[] = [{ text, images: event.images }];
+		held = items;
+		const gen = generation;
+		setImmediate(async () => {
+			const o = await runRelay("input", ctx);
+			held = undefined;
+			autoNotice(ctx, "input", o);
+			resend(ctx, items, gen, o);
+		});
+		return { action: "handled" as const };
+	};
+
+	// Trigger B: relay 20 s before the prompt cache expires, while idle.
+	const armExpiry = (ctx: ExtensionContext) => {
+		clearTimer();
+		if (!active || !cfg.enabled || !cfg.auto.beforeExpiry) return;
+		const branch: any[] = ctx.sessionManager.getBranch();
+		let usage: any;
+		for (let i = branch.length - 1; i >= 0; i--) {
+			const e = branch[i];
+			if (e.type === "compaction") return; // right after a relay: nothing to keep warm
+			if (e.type === "message" && e.message?.role === "assistant") {
+				usage = e.message.usage;
+				break;
+			}
+		}
+		const ttl = cacheTtlMs(ctx.model, usage, process.env);
+		const delay = expiryDelay(requestAt, ttl, usage, Date.now());
+		if (delay === undefined) return;
+		const gen = generation;
+		timer = setTimeout(() => {
+			timer = undefined;
+			if (gen !== generation || !ctx.isIdle() || ctx.hasPendingMessages()) return;
+			const tokens = ctx.getContextUsage()?.tokens;
+			if (tokens == null || tokens < cfg.auto.expiryMinTokens || !grown(tokens) || kit.arbiter.busy()) return;
+			void runRelay("expiry", ctx).then((o) => autoNotice(ctx, "expiry", o));
+		}, delay);
+		timer.unref?.();
+	};
+
+	const register = () => {
+		if (registeredOnce) return;
+		registeredOnce = true;
+		pi.registerCommand("relay", {
+			description: "Replace the conversation with a deterministic handoff note plus the latest exchange (no model call); recall fetches what left",
+			handler: async (_args, ctx) => {
+				if (!ctx.isIdle()) {
+					notice(ctx, "context-relay: /relay runs while pi is idle; try again when the current turn ends", "warning");
+					return;
+				}
+				const o = await runRelay("manual", ctx);
+				if (o.ok) notice(ctx, `context-relay: relayed ${kTokens(o.tokensBefore)} → ~${kTokens(o.tokensAfter)} tokens; note ${o.notePath}`);
+				else notice(ctx, `context-relay: relay failed: ${o.error}`, "error");
+			},
+		});
+		pi.registerTool({
+			name: "recall",
+			label: "Recall",
+			description:
+				"Fetch what left the context after a relay or compaction: recall({query}) searches earlier messages and tool output of this branch (words in any order and case; prefixes and parts of names match; best first) and this session's offloaded tool results; recall({entryId}) returns one entry's full text in chunks (offset continues); entryId \"note:<n>\" reads handoff note n.",
+			promptSnippet: "recall: search and read earlier messages and tool output that left the context (handoff notes say what left)",
+			// Plain JSON Schema (pi validates any), without types: an argument
+			// of the wrong type is ignored by the engine, as if absent, rather
+			// than refused (and no typebox import, so the tests run outside pi).
+			parameters: {
+				type: "object",
+				properties: {
+					query: { description: "string: words you remember, any order; prefixes work" },
+					entryId: { description: "string: an entryId from a search result, or note:<n>; wins over query" },
+					limit: { description: "number: results, 1-30 (default 8)" },
+					offset: { description: "number: character offset into the entry's text, for the next chunk" },
+					scope: { description: "string: \"lineage\" also searches the sessions this one was forked or continued from" },
+				},
+			} as any,
+			async execute(_id, params, signal, _onUpdate, ctx) {
+				try {
+					const a = await kit.call<{ text: string }>("relay.recall", { leafId: ctx.sessionManager.getLeafId() ?? "", args: params }, { signal, timeoutMs: 60_000 });
+					return { content: [{ type: "text" as const, text: a.result.text }], details: {} };
+				} catch (e) {
+					throw new Error(explain(e as EngineError));
+				}
+			},
+		});
+		kit.arbiter.onCompaction("relay", claim);
+		kit.arbiter.onInput("relay", onInput);
+		pi.on("before_provider_request", () => {
+			requestAt = Date.now();
+			sawRequest = true;
+			return undefined;
+		});
+		pi.on("agent_start", () => {
+			clearTimer();
+			sawRequest = false;
+		});
+		pi.on("agent_settled", (_e, ctx) => {
+			// Providers that skip before_provider_request: the answer's time.
+			if (!sawRequest) requestAt = lastAssistantTime(ctx) ?? requestAt;
+			armExpiry(ctx);
+		});
+		pi.on("session_before_switch", () => {
+			generation++;
+			clearTimer();
+			return undefined;
+		});
+	};
+
+	pi.on("session_start", async (_event, ctx) => {
+		const h = kit.hello();
+		active = !!h && !h.subagent && !h.headless && h.role === "main";
+		if (!active) return;
+		register();
+		const c = await kit.ask<{ config: any; warnings: string[] }>("relay.config", {}, { timeoutMs: 3000 });
+		cfg = readConfig(c?.result.config);
+		warnings = c?.result.warnings ?? [];
+		if (warnings.length) notice(ctx, `context-relay: configuration: ${warnings.join("; ")} (see /pi-session)`, "warning");
+	});
+
+	pi.on("session_shutdown", () => {
+		generation++;
+		clearTimer();
+	});
+
+	kit.report?.(async () => {
+		if (!active) return [];
+		const rows = [`relay     ${cfg.enabled ? "on" : "off (enabled: false)"}; auto on input ${cfg.auto.onInput ? `>= ${kTokens(cfg.auto.inputMinTokens)}` : "off"}, before cache expiry ${cfg.auto.beforeExpiry ? `>= ${kTokens(cfg.auto.expiryMinTokens)}` : "off"}`];
+		for (const w of warnings) rows.push(`warning   context-relay: ${w}`);
+		return rows.map((r) => `  ${r}`);
+	});
+}
+
+// lastAssistantTime is the time of the last assistant message on the branch:
+// when the last real request was answered (the request went out a little
+// earlier, so the expiry computed from it errs early).
+function lastAssistantTime(ctx: ExtensionContext): number | undefined {
+	const branch: any[] = ctx.sessionManager.getBranch();
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const m = branch[i]?.message;
+		if (branch[i]?.type === "message" && m?.role === "assistant" && typeof m.timestamp === "number") return m.timestamp;
+	}
+	return undefined;
+}
+
+function explain(err: EngineError): string {
+	if (err?.code === Code.Unavailable) return `pi-session's engine is unreachable (${err.message}); relay and recall work again once it is back`;
+	if (err?.code === Code.MethodNotFound) return "this pi-session has no relay engine";
+	return String(err?.message ?? err).replace(/^relay: /, "");
+}

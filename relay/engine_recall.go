@@ -1,0 +1,274 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/pi-session/pi-session/session"
+)
+
+// RecallRequest is one recall call of a session.
+type RecallRequest struct {
+	SessionID   string
+	SessionFile string
+	Cwd         string
+	LeafID      string // "" for the file's last entry
+	Args        json.RawMessage
+}
+
+// maxLineage bounds the ancestor sessions scope "lineage" reads.
+const maxLineage = 8
+
+// Recall answers the recall tool. Its errors are about the session file
+// (unreadable, a cycle); a bad argument is answered in the text.
+func (e *Engine) Recall(ctx context.Context, read Reader, req RecallRequest) (string, error) {
+	a := ParseRecallArgs(req.Args)
+	if a.EntryID != "" {
+		if n, ok := strings.CutPrefix(a.EntryID, "note:"); ok {
+			k, err := strconv.Atoi(n)
+			if err != nil || k < 1 {
+				return fmt.Sprintf("recall: %q names no note; notes are note:1, note:2, ...", clipID(a.EntryID)), nil
+			}
+			data, err := e.ReadNoteFile(req.SessionID, k)
+			return ReadNote(k, data, err, a.Offset), nil
+		}
+	}
+	if a.EntryID == "" && strings.TrimSpace(a.Query) == "" {
+		return `recall: give query (words you remember of what left the context: any order, prefixes and parts of names work) or entryId (from a search result, or note:<n> for a handoff note); for example recall({"query": "ember cache error"})`, nil
+	}
+	if req.SessionFile == "" {
+		return "recall: this session has no file yet, so nothing has left the context.", nil
+	}
+	paths := []string{req.SessionFile}
+	var answer string
+	var items []item
+	var terms []QueryTerm
+	if a.EntryID == "" {
+		terms = ParseQuery(a.Query)
+		if len(terms) == 0 {
+			return render(a, nil, nil, nil, nil), nil
+		}
+	}
+	var missing []func() []string
+	for i := 0; i < len(paths) && i <= maxLineage; i++ {
+		path := paths[i]
+		current := i == 0
+		err := read(path, func(f *session.File) error {
+			leaf := ""
+			if current {
+				leaf = req.LeafID
+			}
+			branch, err := f.Branch(leaf)
+			if err != nil {
+				return err
+			}
+			src := Source{File: f, Branch: branch, Current: current}
+			if f.Header != nil {
+				src.Session = f.Header.ID
+				if a.Lineage && f.Header.ParentSession != "" && !contains(paths, f.Header.ParentSession) {
+					paths = append(paths, f.Header.ParentSession)
+				}
+			}
+			if a.EntryID != "" {
+				if f.Entry(a.EntryID) != nil && answer == "" {
+					answer = ReadEntry(a, []Source{src})
+				}
+				return nil
+			}
+			src.Index = e.index(path, f)
+			items = append(items, searchSource(src, terms)...)
+			m := missingTerms(terms, []Source{src})
+			missing = append(missing, func() []string { return m })
+			return nil
+		})
+		if err != nil {
+			if !current && errors.Is(err, fs.ErrNotExist) {
+				continue // an ancestor that was deleted
+			}
+			if current && errors.Is(err, fs.ErrNotExist) {
+				return "recall: this session's file is not written yet, so nothing has left the context.", nil
+			}
+			return "", err
+		}
+		if !a.Lineage {
+			break
+		}
+	}
+	if a.EntryID != "" {
+		if answer == "" {
+			answer = ReadEntry(a, nil)
+		}
+		return answer, nil
+	}
+	var payloads []PayloadHit
+	if e.opt.Payloads != nil {
+		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
+	}
+	all := func() []string {
+		// A word missing from every source.
+		count := map[string]int{}
+		for _, m := range missing {
+			for _, w := range m() {
+				count[w]++
+			}
+		}
+		var out []string
+		for _, q := range terms {
+			w := strconv.Quote(clipID(q.Text))
+			if count[w] == len(missing) && len(missing) > 0 {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	return render(a, terms, items, payloads, all), nil
+}
+
+func clipID(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// index returns the session's index brought up to date with f.
+func (e *Engine) index(path string, f *session.File) *Index {
+	e.mu.Lock()
+	e.tick++
+	s := e.indexes[path]
+	if s == nil {
+		if len(e.indexes) >= e.opt.MaxIndexes {
+			var oldest string
+			for p, o := range e.indexes {
+				if oldest == "" || o.used < e.indexes[oldest].used {
+					oldest = p
+				}
+			}
+			delete(e.indexes, oldest)
+		}
+		s = &indexSlot{ix: NewIndex()}
+		e.indexes[path] = s
+	}
+	s.used = e.tick
+	e.mu.Unlock()
+	s.ix.Update(f)
+	return s.ix
+}
+
+// Indexed reports how many entries of the file at path the engine has
+// indexed (0 when it has none): a second recall reads only what was
+// appended.
+func (e *Engine) Indexed(path string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.indexes[path]; s != nil {
+		return s.ix.Entries()
+	}
+	return 0
+}
+
+// Payload search bounds.
+const (
+	maxPayloadHits = 10
+	perPayloadHits = 3
+)
+
+// searchPayloads finds the lines of the session's offloaded results that
+// hold every query term (the same tolerant matching as entries).
+func (e *Engine) searchPayloads(ctx context.Context, cwd, sessionID string, terms []QueryTerm) []PayloadHit {
+	var out []PayloadHit
+	_ = e.opt.Payloads(ctx, cwd, sessionID, func(handle, source string, size int64, data []byte) error {
+		if len(out) >= maxPayloadHits {
+			return errors.New("enough")
+		}
+		for _, h := range ScanPayload(data, terms, min(perPayloadHits, maxPayloadHits-len(out))) {
+			h.Handle, h.Source, h.Size = handle, source, size
+			out = append(out, h)
+		}
+		return ctx.Err()
+	})
+	return out
+}
+
+// ScanPayload returns up to max lines of data holding every query term.
+// Lines are found by their longest term in three spellings (as typed,
+// Capitalized, UPPER), then checked word by word.
+func ScanPayload(data []byte, terms []QueryTerm, max int) []PayloadHit {
+	if len(terms) == 0 || max <= 0 {
+		return nil
+	}
+	anchor := terms[0]
+	for _, t := range terms {
+		if len(t.Text) > len(anchor.Text) {
+			anchor = t
+		}
+	}
+	needle := anchor.Text
+	if anchor.Indexable && anchor.Stem != "" {
+		needle = anchor.Stem
+	}
+	variants := [][]byte{[]byte(needle)}
+	if up := strings.ToUpper(needle); up != needle {
+		variants = append(variants, []byte(strings.ToUpper(needle[:1])+needle[1:]), []byte(up))
+	}
+	var out []PayloadHit
+	line := int64(1)
+	counted := 0
+	pos := 0
+	for pos < len(data) && len(out) < max {
+		at := -1
+		for _, v := range variants {
+			if i := bytes.Index(data[pos:], v); i >= 0 && (at < 0 || i < at) {
+				at = i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		at += pos
+		start := bytes.LastIndexByte(data[:at], '\n') + 1
+		end := bytes.IndexByte(data[at:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += at
+		}
+		if lineHas(data[start:end], terms) {
+			line += int64(bytes.Count(data[counted:start], []byte{'\n'}))
+			counted = start
+			out = append(out, PayloadHit{Line: line, Text: strings.TrimRight(string(data[start:min(end, start+600)]), "\r")})
+		}
+		pos = end + 1
+	}
+	return out
+}
+
+// lineHas reports whether every query term matches a word of the line.
+func lineHas(line []byte, terms []QueryTerm) bool {
+	for _, q := range terms {
+		found := false
+		if !q.Indexable {
+			found = bytes.Contains(bytes.ToLower(line), []byte(q.Text))
+		} else {
+			words(line, func(w []byte, _ int) bool {
+				var low []byte
+				emitWord(w, &low, true, func(t []byte) {
+					if !found && q.matches(string(t)) > 0 {
+						found = true
+					}
+				})
+				return !found
+			})
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+package relay
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzParseQuery: any query parses into at most maxQueryTerms distinct,
+// non-empty, lowercased terms, and searching an index or a payload with
+// them never fails.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{"export functi", "ember-cache", "emberCache miss", "note.go relay", "HTTPServer utf8Len", "1796030340880", "ÜBER straße", "", "   ", "a_b-c.d/e", "\x00\xff\xfe", strings.Repeat("x", 3000)} {
+		f.Add(s)
+	}
+	ix := NewIndex()
+	ix.add(0, -1, []byte(`"ember cache export function note go relay 42 straße"`))
+	ix.add(1, -1, []byte(`[{"type":"text","text":"HTTPServer utf8Len emberCache"}]`))
+	sc := &scope{ok: func(doc) bool { return true }}
+	f.Fuzz(func(t *testing.T, q string) {
+		terms := ParseQuery(q)
+		if len(terms) > maxQueryTerms {
+			t.Fatalf("ParseQuery(%q): %d terms", q, len(terms))
+		}
+		seen := map[string]bool{}
+		for _, term := range terms {
+			if term.Text == "" || seen[term.Text] {
+				t.Fatalf("ParseQuery(%q): empty or repeated term %q", q, term.Text)
+			}
+			seen[term.Text] = true
+			if utf8.ValidString(term.Text) && strings.ToLower(term.Text) != term.Text && !strings.ContainsRune(term.Text, utf8.RuneError) {
+				// Some runes lowercase to a form that lowercases again (rare);
+				// the term must at least be what lowerInto makes of it.
+				if string(lowerInto(nil, []byte(term.Text))) != term.Text {
+					t.Fatalf("ParseQuery(%q): term %q is not lowercased", q, term.Text)
+				}
+			}
+		}
+		_ = ix.search(terms, sc, func(doc, QueryTerm) bool { return false })
+		_ = ScanPayload([]byte("ember cache line\nHTTPServer 42\n"), terms, 3)
+	})
+}
+
+// FuzzParseConfig: any file gives a configuration within the ranges, and
+// never fails.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `{"enabled":false,"limits":{"total":600}}`, `{"auto":{"inputMinTokens":"x"}}`, `[]`, `null`, `{"limits":7}`, `{"tailMaxChars":1e400}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, _ := ParseConfig([]byte(s))
+		if c.Limits.Total < 500 || c.Limits.UserMessageEach < 40 || c.TailMaxChars < 0 || c.GitTimeoutMs < 0 || c.GitTimeoutMs > 600000 {
+			t.Fatalf("ParseConfig(%q) = %+v: out of range", s, c)
+		}
+	})
+}
+
+// FuzzRecallArgs: any arguments give a limit of 1-30 and an offset >= 0.
+func FuzzRecallArgs(f *testing.F) {
+	for _, s := range []string{`{"query":"a","limit":5}`, `{"limit":-1e308,"offset":1e308}`, `{"entryId":null}`, `x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a := ParseRecallArgs(json.RawMessage(s))
+		if a.Limit < 1 || a.Limit > MaxLimit || a.Offset < 0 {
+			t.Fatalf("ParseRecallArgs(%q) = %+v", s, a)
+		}
+	})
+}

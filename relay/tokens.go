@@ -1,0 +1,494 @@
+package relay
+
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Words are split the way a model half remembers them: at every character
+// that is not a letter or digit (so ember-cache, ember_cache and
+// ember.cache are the same two words), at camelCase humps (emberCache) and
+// between letters and digits (utf8Len). A word that splits is also kept
+// whole, lowercased (embercache), so a query typed without separators
+// finds it too.
+
+// maxTermLen bounds an indexed term; longer tokens are cut there.
+const maxTermLen = 40
+
+// tokenize calls fn with each term of text, lowercased.
+func tokenize(text []byte, fn func(term []byte)) { tokenizeBuf(text, nil, fn) }
+
+// tokenizeBuf is tokenize with a scratch buffer for lowercasing, which it
+// returns (grown) for the next call.
+func tokenizeBuf(text, low []byte, fn func(term []byte)) []byte {
+	words(text, func(word []byte, _ int) bool {
+		if isASCIIWord(word) {
+			low = emitASCII(word, low, fn)
+		} else {
+			emitWord(word, &low, true, fn)
+		}
+		return true
+	})
+	return low
+}
+
+// byteClass classifies ASCII bytes: 0 a separator, 1 lower, 2 upper, 3
+// digit; bytes from 0x80 on are 4 (a multi-byte rune, looked at whole).
+var byteClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = 1
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = 2
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = 3
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 4
+	}
+	return t
+}()
+
+func isASCIIWord(w []byte) bool {
+	for _, c := range w {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// words calls fn with each run of letters and digits of text and its byte
+// offset, until fn returns false.
+func words(text []byte, fn func(word []byte, at int) bool) {
+	i := 0
+	for i < len(text) {
+		// Skip separators.
+		for i < len(text) {
+			c := byteClass[text[i]]
+			if c == 0 {
+				i++
+				continue
+			}
+			if c == 4 {
+				r, n := utf8.DecodeRune(text[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					i += n
+					continue
+				}
+			}
+			break
+		}
+		start := i
+		for i < len(text) {
+			c := byteClass[text[i]]
+			if c == 0 {
+				break
+			}
+			if c == 4 {
+				r, n := utf8.DecodeRune(text[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				i += n
+				continue
+			}
+			i++
+		}
+		if i > start && !fn(text[start:i], start) {
+			return
+		}
+	}
+}
+
+// emitASCII is emitWord for a word of ASCII letters and digits, without
+// decoding runes; it returns the scratch buffer.
+func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
+	low = low[:0]
+	for _, c := range word {
+		if byteClass[c] == 2 {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
+	}
+	if isHash(word) {
+		if t, ok := termOf(low); ok {
+			fn(t)
+		}
+		return low
+	}
+	parts, start := 0, 0
+	prev := byteClass[word[0]]
+	for i := 1; i < len(word); i++ {
+		cl := byteClass[word[i]]
+		cut := -1
+		switch {
+		case cl == 3 && prev != 3, cl != 3 && prev == 3, cl == 2 && prev == 1:
+			cut = i
+		case cl == 1 && prev == 2 && i-start > 1:
+			cut = i - 1 // HTTPServer: the last upper starts the next word
+		}
+		if cut > start {
+			parts++
+			if t, ok := termOf(low[start:cut]); ok {
+				fn(t)
+			}
+			start = cut
+		}
+		prev = cl
+	}
+	parts++
+	if t, ok := termOf(low[start:]); ok {
+		fn(t)
+	}
+	if parts > 1 {
+		if t, ok := termOf(low); ok {
+			fn(t)
+		}
+	}
+	return low
+}
+
+// emitWord emits the parts of one run of letters and digits, and the whole
+// run when it has several parts.
+// With index false (a query) every part is emitted as typed, lowercased,
+// without the index's cuts, and the whole word is not.
+func emitWord(word []byte, low *[]byte, index bool, fn func([]byte)) {
+	keep := termOf
+	if !index {
+		keep = func(t []byte) ([]byte, bool) { return t, true }
+	}
+	if isHash(word) {
+		*low = lowerInto((*low)[:0], word)
+		if t, ok := keep(*low); ok {
+			fn(t)
+		}
+		return
+	}
+	parts := 0
+	k := 0 // runes since start
+	start := 0
+	prev := 0 // class of the previous rune: 1 lower, 2 upper, 3 digit, 4 other letter
+	emit := func(p []byte) {
+		parts++
+		*low = lowerInto((*low)[:0], p)
+		if t, ok := keep(*low); ok {
+			fn(t)
+		}
+	}
+	for i := 0; i < len(word); {
+		r, n := utf8.DecodeRune(word[i:])
+		cl := class(r)
+		if k > 0 {
+			split := false
+			switch {
+			case cl == 3 && prev != 3, cl != 3 && prev == 3:
+				split = true
+			case cl == 2 && prev == 1:
+				split = true // camelCase
+			case cl == 1 && prev == 2 && k > 1:
+				// HTTPServer: the last upper starts the next word.
+				_, pn := utf8.DecodeLastRune(word[:i])
+				emit(word[start : i-pn])
+				start, k = i-pn, 1
+			}
+			if split {
+				emit(word[start:i])
+				start, k = i, 0
+			}
+		}
+		prev = cl
+		k++
+		i += n
+	}
+	emit(word[start:])
+	if parts > 1 && index {
+		*low = lowerInto((*low)[:0], word)
+		if t, ok := termOf(*low); ok {
+			fn(t)
+		}
+	}
+}
+
+// isHash: a long run of hexadecimal digits with letters and digits both
+// (a commit, a content hash) is one token, not split at each digit.
+func isHash(w []byte) bool {
+	if len(w) < 12 {
+		return false
+	}
+	digits, letters := 0, 0
+	for _, c := range w {
+		switch {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+			letters++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && letters > 0
+}
+
+func class(r rune) int {
+	switch {
+	case 'a' <= r && r <= 'z':
+		return 1
+	case 'A' <= r && r <= 'Z':
+		return 2
+	case '0' <= r && r <= '9':
+		return 3
+	case unicode.IsUpper(r):
+		return 2
+	case unicode.IsLower(r):
+		return 1
+	case unicode.IsDigit(r):
+		return 3
+	}
+	return 4
+}
+
+func lowerInto(dst, src []byte) []byte {
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(src[i:])
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += n
+	}
+	return dst
+}
+
+// termOf is the indexed form of a lowercased token, and false for tokens
+// the index leaves out: long numbers (timestamps, counters) and other
+// high-cardinality tokens would swell the dictionary. Long hexadecimal
+// tokens (hashes) keep their first 8 digits: a prefix finds them. Queries
+// for left-out tokens are checked against the text instead.
+func termOf(t []byte) ([]byte, bool) {
+	if len(t) == 0 {
+		return nil, false
+	}
+	digits, hex := 0, true
+	for _, c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'f':
+		default:
+			hex = false
+		}
+	}
+	switch {
+	case digits == len(t):
+		return t, len(t) <= 6
+	case hex && digits > 0 && len(t) >= 12:
+		return t[:8], true
+	case len(t) > maxTermLen:
+		return t[:maxTermLen], true
+	}
+	return t, true
+}
+
+// indexable reports whether a query term can be looked up in the index.
+func indexable(t string) bool {
+	got, ok := termOf([]byte(t))
+	return ok && len(got) == len(t)
+}
+
+// JSON text: what of a stored message is searchable text.
+
+// skipKeys are members whose values are not text the model reads as such
+// (identifiers, metadata) or not model-visible at all (details, image data).
+var skipKeys = map[string]bool{
+	"type": true, "id": true, "mimeType": true, "data": true, "toolCallId": true, "role": true,
+	"api": true, "provider": true, "model": true, "stopReason": true, "responseId": true,
+	"timestamp": true, "thoughtSignature": true, "signature": true, "textSignature": true,
+	"details": true, "usage": true, "customType": true, "display": true, "errorMessage": true,
+	"excludeFromContext": true, "fullOutputPath": true, "redacted": true, "toolName": true,
+}
+
+// walkText calls fn with the text of every string value of the JSON value
+// raw that is not under a skipped key, unescaped, in order. A value that is
+// a bare JSON string is text too. fn returning false stops the walk. Image
+// blocks become the text "[image]".
+func walkText(raw []byte, fn func(text []byte) bool) {
+	var buf []byte
+	walkTextBuf(raw, &buf, fn)
+}
+
+// walkTextBuf is walkText unescaping into *buf, which it may grow: a
+// caller walking many values reuses one buffer.
+func walkTextBuf(raw []byte, buf *[]byte, fn func(text []byte) bool) {
+	w := textWalker{raw: raw, fn: fn, buf: *buf}
+	w.value(0, false)
+	*buf = w.buf
+}
+
+type textWalker struct {
+	raw  []byte
+	fn   func([]byte) bool
+	buf  []byte
+	stop bool
+}
+
+// value walks the value at i and returns the index after it.
+func (w *textWalker) value(i int, skip bool) int {
+	raw := w.raw
+	i = skipWS(raw, i)
+	if i >= len(raw) || w.stop {
+		return len(raw)
+	}
+	switch raw[i] {
+	case '"':
+		end, s := w.str(i, !skip)
+		if !skip && s != nil && !w.stop {
+			if !w.fn(s) {
+				w.stop = true
+			}
+		}
+		return end
+	case '{':
+		i++
+		image := false
+		for {
+			i = skipWS(raw, i)
+			if i >= len(raw) || w.stop {
+				return len(raw)
+			}
+			if raw[i] == '}' {
+				if image && !skip && !w.fn([]byte("[image]")) {
+					w.stop = true
+				}
+				return i + 1
+			}
+			if raw[i] == ',' {
+				i++
+				continue
+			}
+			kEnd, key := w.str(i, true)
+			k := string(key)
+			i = skipWS(raw, kEnd)
+			if i < len(raw) && raw[i] == ':' {
+				i++
+			}
+			if k == "type" {
+				vs := skipWS(raw, i)
+				if vs+7 <= len(raw) && string(raw[vs:vs+7]) == `"image"` {
+					image = true
+				}
+			}
+			i = w.value(i, skip || skipKeys[k])
+		}
+	case '[':
+		i++
+		for {
+			i = skipWS(raw, i)
+			if i >= len(raw) || w.stop {
+				return len(raw)
+			}
+			if raw[i] == ']' {
+				return i + 1
+			}
+			if raw[i] == ',' {
+				i++
+				continue
+			}
+			i = w.value(i, skip)
+		}
+	default:
+		// A number or a literal: not text.
+		for i < len(raw) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
+			i++
+		}
+		return i
+	}
+}
+
+// str reads the JSON string at raw[i] == '"' and returns the index after
+// it and, when want, its unescaped bytes (valid until the next call).
+func (w *textWalker) str(i int, want bool) (int, []byte) {
+	raw := w.raw
+	i++
+	start := i
+	w.buf = w.buf[:0]
+	for i < len(raw) {
+		c := raw[i]
+		if c == '"' {
+			if !want {
+				return i + 1, nil
+			}
+			if len(w.buf) == 0 {
+				return i + 1, raw[start:i]
+			}
+			w.buf = append(w.buf, raw[start:i]...)
+			return i + 1, w.buf
+		}
+		if c != '\\' {
+			i++
+			continue
+		}
+		if want {
+			w.buf = append(w.buf, raw[start:i]...)
+		}
+		if i+1 >= len(raw) {
+			return len(raw), w.buf
+		}
+		e := raw[i+1]
+		i += 2
+		if want {
+			switch e {
+			case 'n':
+				w.buf = append(w.buf, '\n')
+			case 't':
+				w.buf = append(w.buf, '\t')
+			case 'r':
+				w.buf = append(w.buf, '\r')
+			case 'b', 'f':
+				w.buf = append(w.buf, ' ')
+			case 'u':
+				if i+4 <= len(raw) {
+					if v, err := strconv.ParseUint(string(raw[i:i+4]), 16, 32); err == nil {
+						r := rune(v)
+						if 0xD800 <= r && r < 0xDC00 && i+10 <= len(raw) && raw[i+4] == '\\' && raw[i+5] == 'u' {
+							if lo, err := strconv.ParseUint(string(raw[i+6:i+10]), 16, 32); err == nil {
+								r = utf16Pair(r, rune(lo))
+								i += 6
+							}
+						}
+						w.buf = utf8.AppendRune(w.buf, r)
+					}
+					i += 4
+				}
+			default:
+				w.buf = append(w.buf, e)
+			}
+		} else if e == 'u' {
+			i += 4
+		}
+		start = i
+	}
+	return len(raw), w.buf
+}
+
+func utf16Pair(hi, lo rune) rune {
+	if 0xDC00 <= lo && lo < 0xE000 {
+		return (hi-0xD800)<<10 + (lo - 0xDC00) + 0x10000
+	}
+	return utf8.RuneError
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
