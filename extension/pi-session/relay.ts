@@ -378,7 +378,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 
 	pi.on("session_start", async (_event, ctx) => {
 		const h = kit.hello();
-		active = !!h && !h.subagent && !h.headless && h.role === "primary";
+		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
 		register();
 		const c = await kit.ask<{ config: any; warnings: string[] }>("relay.config", {}, { timeoutMs: 3000 });
