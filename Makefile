@@ -20,11 +20,8 @@ $(BIN): build
 tools: $(TOOLS_OK) ## install Node 22 and pi 1.6.0 into tools/node_modules (no-op when present)
 
 $(TOOLS_OK): tools/package.json tools/package-lock.json
-	@command -v $(NPM) >/dev/null || { echo "make tools: npm is needed to fetch Node 22 and pi from the npm registry (apt install npm)"; exit 1; }
-	cd tools && $(NPM) ci --no-audit --no-fund --loglevel=error
-	@$(TOOLS)/.bin/node --version | grep -q '^v22\.' || { echo "make tools: tools/node_modules/.bin/node is not Node 22"; exit 1; }
-	@$(TOOLS)/.bin/node $(TOOLS)/@earendil-works/pi-coding-agent/dist/cli.js --version
-	touch $@
+	@NPM=$(NPM) bash scripts/tools.sh
+	@touch $@
 
 check: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

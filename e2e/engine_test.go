@@ -46,7 +46,7 @@ func TestDescribe(t *testing.T) {
 	if m == nil || m[1] != "wrapper" {
 		t.Fatalf("/pi-session did not report a connection to the wrapper's host:\n%s", text)
 	}
-	for _, want := range []string{"relaunch available", "(primary, print, headless", "protocol 1", "extension 0.1.0 · pi 1.6.0"} {
+	for _, want := range []string{"relaunch available", "(main, print, headless", "protocol 1", "extension 0.1.0 · pi 1.6.0"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/pi-session output lacks %q:\n%s", want, text)
 		}
@@ -242,7 +242,7 @@ func TestTUIStatus(t *testing.T) {
 	tm.WaitReady(1)
 	tm.Submit("/pi-session")
 	tm.WaitFor("connected to the engine host (wrapper")
-	for _, want := range []string{"primary, tui", "relaunch available", "latency"} {
+	for _, want := range []string{"main, tui", "relaunch available", "latency"} {
 		tm.WaitFor(want)
 	}
 	tm.Submit("/quit")

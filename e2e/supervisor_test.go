@@ -174,6 +174,40 @@ func TestTUISigtermNoRelaunch(t *testing.T) {
 	if tm.Termios() != tm.Before {
 		t.Errorf("terminal state not restored after SIGTERM")
 	}
+	if strings.Contains(tm.Screen(), "pi was killed") {
+		t.Errorf("pi exited 0 on the SIGTERM pi-session forwarded, yet pi-session reported a kill:\n%s", tm.Screen())
+	}
+}
+
+// TestTUIKilled: kill -9 of pi leaves its terminal modes on and the
+// cursor inside its screen; pi-session turns the modes off (bracketed
+// paste, which pi had on, among them), leaves the alternate screen or moves
+// below pi's screen, says in one line that pi was killed, and exits 137
+// with the terminal restored.
+func TestTUIKilled(t *testing.T) {
+	e := pitest.NewEnv(t)
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	if !strings.Contains(tm.Raw(), "\x1b[?2004h") {
+		t.Fatalf("pi did not turn bracketed paste on; the test relies on it")
+	}
+	pi := findPi(t, tm.Cmd.Process.Pid)
+	syscall.Kill(pi, syscall.SIGKILL)
+	if code := tm.Wait(); code != 137 {
+		t.Errorf("exit status %d, want 137; screen:\n%s", code, tm.Screen())
+	}
+	raw := tm.Raw()
+	fresh := "\x1b[999B\r\n" // below pi's screen
+	if strings.Contains(raw, "\x1b[?1049h") {
+		fresh = "\x1b[?1049l\r\n" // pi ran in the alternate screen: leave it
+	}
+	i := strings.LastIndex(raw, "\x1b[?2004l")
+	if i < 0 || !strings.HasSuffix(raw, fresh+"pi-session: pi was killed (SIGKILL)\r\n") || strings.Contains(raw[i:], "\x1b[?2004h") {
+		t.Errorf("after the kill, want bracketed paste off, then %q and the kill line; output ends %q", fresh, raw[max(0, len(raw)-300):])
+	}
+	if tm.Termios() != tm.Before {
+		t.Errorf("terminal state not restored after pi was killed")
+	}
 }
 
 func lastUser(reqs []pitest.Request) string {

@@ -130,6 +130,9 @@ func (cn *conn) doHello(m *message) {
 		cn.reply(m.ID, nil, e)
 		return
 	}
+	if hello.Role == rolePrimary {
+		hello.Role = RoleMain
+	}
 	cn.mu.Lock()
 	again := cn.hello
 	if !again {

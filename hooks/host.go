@@ -83,16 +83,22 @@ type Hello struct {
 	SessionFile string `json:"sessionFile"` // may not exist yet: pi writes it lazily
 	SessionName string `json:"sessionName"`
 	Cwd         string `json:"cwd"`
-	Role        string `json:"role"` // RolePrimary or RoleChild
+	Role        string `json:"role"` // RoleMain or RoleChild
 	Mode        string `json:"mode"` // tui, rpc, print or json
 	Subagent    bool   `json:"subagent"`
 	Headless    bool   `json:"headless"`
 }
 
-// Values of Hello.Role.
+// Values of Hello.Role, the words of the status records (seed 002's
+// "main/child role").
 const (
-	RolePrimary = "primary" // the session pi was started for
-	RoleChild   = "child"   // an SDK session bound in the same process
+	RoleMain  = "main"  // the session pi was started for, or switched to
+	RoleChild = "child" // an SDK session bound in the same process while a main one is
+	// rolePrimary is the word extensions before 0.2 sent for RoleMain;
+	// hello reads it as RoleMain.
+	rolePrimary = "primary"
+	// Deprecated: RolePrimary is RoleMain.
+	RolePrimary = RoleMain
 )
 
 // HelloResult is the host's answer to hello.

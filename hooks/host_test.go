@@ -83,7 +83,8 @@ func dial(t *testing.T, h *Host) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionID: "s1", Role: RolePrimary, Mode: "print"})
+	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionID: "s1", Role: rolePrimary, Mode: "print"}) // an older extension's word
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +216,9 @@ func TestCallAndBulk(t *testing.T) {
 	json.Unmarshal(res, &p)
 	if p.PID != os.Getpid() || p.UID != os.Getuid() || p.Hello.SessionID != "s1" {
 		t.Errorf("peer = %+v, want this process (pid %d uid %d) and its hello", p, os.Getpid(), os.Getuid())
+	}
+	if p.Hello.Role != RoleMain { // dial says "primary", the older word
+		t.Errorf("peer role = %q, want %q", p.Hello.Role, RoleMain)
 	}
 }
 

@@ -34,18 +34,9 @@ var ErrLive = errors.New("hooks: another engine host is listening")
 // owned by the user and closed to others.
 func SocketPath(getenv paths.Getenv, pid int) (string, error) {
 	name := strconv.Itoa(pid) + ".sock"
-	var candidates []string
-	if d := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		candidates = append(candidates, filepath.Join(d, "pi-session"))
-	}
-	candidates = append(candidates, filepath.Join(paths.AgentDir(getenv), "pi-session", "run"))
-	tmp := getenv("TMPDIR")
-	if !filepath.IsAbs(tmp) {
-		tmp = "/tmp"
-	}
-	candidates = append(candidates, filepath.Join(tmp, "pi-session-"+strconv.Itoa(os.Getuid())))
+	tmp := tmpDir(getenv)
 	var errs []error
-	for _, dir := range candidates {
+	for _, dir := range SocketDirs(getenv) {
 		p := filepath.Join(dir, name)
 		if len(p) > maxSocketPath {
 			errs = append(errs, fmt.Errorf("%s: %d bytes, longer than a socket address holds", p, len(p)))
@@ -69,6 +60,23 @@ func SocketPath(getenv paths.Getenv, pid int) (string, error) {
 		os.Remove(dir)
 	}
 	return "", fmt.Errorf("hooks: no usable socket directory: %w", errors.Join(errs...))
+}
+
+// SocketDirs are the shared directories SocketPath tries, in order.
+func SocketDirs(getenv paths.Getenv) []string {
+	var dirs []string
+	if d := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		dirs = append(dirs, filepath.Join(d, "pi-session"))
+	}
+	dirs = append(dirs, filepath.Join(paths.AgentDir(getenv), "pi-session", "run"))
+	return append(dirs, filepath.Join(tmpDir(getenv), "pi-session-"+strconv.Itoa(os.Getuid())))
+}
+
+func tmpDir(getenv paths.Getenv) string {
+	if tmp := getenv("TMPDIR"); filepath.IsAbs(tmp) {
+		return tmp
+	}
+	return "/tmp"
 }
 
 // privateDir creates dir (0700) if needed and checks that it is a real

@@ -81,6 +81,17 @@ type Decision struct {
 	Dir      string   // the working directory for the relaunch
 	Reason   Reason   // why not, when !Relaunch
 	Message  string   // one line for the user; empty for NoMarker
+	Why      string   // the reason in Message, without "not relaunching: " and the marker's path
+}
+
+// String is a short name of the reason, e.g. "signaled".
+func (r Reason) String() string {
+	names := [...]string{"no-marker", "interrupted", "signaled", "nonzero", "invalid", "untrusted",
+		"foreign", "bad-cwd", "bad-handoff", "bad-prompt", "rpc-mode", "budget"}
+	if int(r) >= 0 && int(r) < len(names) {
+		return names[r]
+	}
+	return fmt.Sprintf("reason-%d", int(r))
 }
 
 // Decide is the relaunch decision: relaunch only for exit 0 plus a valid
@@ -88,11 +99,8 @@ type Decision struct {
 // stops and keeps the marker as evidence.
 func Decide(in Input) Decision {
 	stop := func(r Reason, format string, args ...any) Decision {
-		msg := fmt.Sprintf(format, args...)
-		if r != NoMarker {
-			msg = "not relaunching: " + msg + "; marker kept at " + in.MarkerPath
-		}
-		return Decision{Reason: r, Message: msg}
+		why := fmt.Sprintf(format, args...)
+		return Decision{Reason: r, Why: why, Message: "not relaunching: " + why + "; marker kept at " + in.MarkerPath}
 	}
 	if errors.Is(in.MarkerErr, fs.ErrNotExist) {
 		return Decision{Reason: NoMarker}
@@ -101,7 +109,7 @@ func Decide(in Input) Decision {
 		return stop(Interrupted, "pi-session received %s, which is not a relaunch authorization", signalName(in.Interrupted))
 	}
 	if in.Exit.Signal != 0 {
-		return stop(Signaled, "pi was killed by %s (status %d)", signalName(in.Exit.Signal), in.Exit.Status())
+		return stop(Signaled, "pi died by %s (status %d), which is not a relaunch authorization", signalName(in.Exit.Signal), in.Exit.Status())
 	}
 	if in.Exit.Code != 0 {
 		return stop(NonZero, "pi exited with status %d", in.Exit.Code)

@@ -44,7 +44,7 @@ func TestDecide(t *testing.T) {
 		{"no marker is a plain exit", func(in *Input) { in.MarkerErr = fs.ErrNotExist }, NoMarker, ""},
 		{"no marker after a failure", func(in *Input) { in.MarkerErr = fs.ErrNotExist; in.Exit.Code = 3 }, NoMarker, ""},
 		{"SIGTERM to pi-session even though pi exited 0", func(in *Input) { in.Interrupted = syscall.SIGTERM }, Interrupted, "pi-session received SIGTERM"},
-		{"pi killed", func(in *Input) { in.Exit.Signal = syscall.SIGKILL }, Signaled, "pi was killed by SIGKILL (status 137)"},
+		{"pi killed", func(in *Input) { in.Exit.Signal = syscall.SIGKILL }, Signaled, "pi died by SIGKILL (status 137), which is not a relaunch authorization"},
 		{"pi exit 143", func(in *Input) { in.Exit.Code = 143 }, NonZero, "pi exited with status 143"},
 		{"non-zero", func(in *Input) { in.Exit.Code = 7 }, NonZero, "status 7"},
 		{"invalid marker", func(in *Input) {
@@ -85,6 +85,9 @@ func TestDecide(t *testing.T) {
 			}
 			if tt.reason > NoMarker && !strings.HasSuffix(d.Message, "marker kept at /m/1-abc.json") {
 				t.Errorf("stop message %q does not say the marker is kept", d.Message)
+			}
+			if tt.reason > NoMarker && d.Message != "not relaunching: "+d.Why+"; marker kept at /m/1-abc.json" {
+				t.Errorf("Why = %q is not the reason in the message %q", d.Why, d.Message)
 			}
 			if tt.reason == NoMarker && d.Message != "" {
 				t.Errorf("plain exit message = %q, want none", d.Message)

@@ -13,7 +13,7 @@ import (
 // Relauncher is the engine "supervisor": its method armRelaunch writes the
 // relaunch marker of the current launch, on request of the pi process
 // that launch started (the peer pid the kernel reports for the socket,
-// not anything the caller says) from that process's primary session. A
+// not anything the caller says) from that process's main session. A
 // pi started from pi's bash tool, or an SDK child session, cannot arm it.
 type Relauncher struct {
 	mu  sync.Mutex
@@ -76,8 +76,8 @@ func (r *Relauncher) ArmFor(peer *hooks.Peer, p ArmParams) (ArmResult, error) {
 		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: no pi is running under this pi-session")
 	case peer.PID != r.pid:
 		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: process %d is not the pi this pi-session launched (pid %d); only that pi can arm its relaunch", peer.PID, r.pid)
-	case peer.Hello.Role != hooks.RolePrimary:
-		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: only pi's primary session can arm a relaunch, not an SDK child session (role %q)", peer.Hello.Role)
+	case peer.Hello.Role != hooks.RoleMain:
+		return ArmResult{}, hooks.Errorf(hooks.CodeRefused, "supervisor: only pi's main session can arm a relaunch, not an SDK child session (role %q)", peer.Hello.Role)
 	}
 	if p.Cwd == "" {
 		p.Cwd = peer.Hello.Cwd

@@ -56,26 +56,26 @@ func TestArmRelaunch(t *testing.T) {
 	}
 
 	// No launch yet, then a launch whose pi is another process.
-	if err := arm(hooks.RolePrimary, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused {
+	if err := arm(hooks.RoleMain, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused {
 		t.Errorf("arm with no launch = %v, want refused", err)
 	}
 	r.Arm(os.Getpid()+100000, a)
-	if err := arm(hooks.RolePrimary, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused || !strings.Contains(err.Error(), "is not the pi this pi-session launched") {
+	if err := arm(hooks.RoleMain, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused || !strings.Contains(err.Error(), "is not the pi this pi-session launched") {
 		t.Errorf("arm from another process = %v, want refused", err)
 	}
 	// This process is the launched pi from here on.
 	r.Arm(os.Getpid(), a)
-	if err := arm(hooks.RoleChild, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused || !strings.Contains(err.Error(), "primary session") {
+	if err := arm(hooks.RoleChild, ArmParams{Handoff: handoff}); code(err) != hooks.CodeRefused || !strings.Contains(err.Error(), "main session") {
 		t.Errorf("arm from a child session = %v, want refused", err)
 	}
-	if err := arm(hooks.RolePrimary, ArmParams{Handoff: filepath.Join(dir, "missing.md")}); code(err) != hooks.CodeInvalidParams {
+	if err := arm(hooks.RoleMain, ArmParams{Handoff: filepath.Join(dir, "missing.md")}); code(err) != hooks.CodeInvalidParams {
 		t.Errorf("arm with a missing handoff = %v, want invalid params", err)
 	}
 	if _, err := os.Stat(a.Path); !os.IsNotExist(err) {
 		t.Errorf("a refused marker was left behind: %v", err)
 	}
-	if err := arm(hooks.RolePrimary, ArmParams{Handoff: handoff}); err != nil {
-		t.Fatalf("arm from the launched pi's primary session: %v", err)
+	if err := arm(hooks.RoleMain, ArmParams{Handoff: handoff}); err != nil {
+		t.Fatalf("arm from the launched pi's main session: %v", err)
 	}
 	m, err := marker.Read(a.Path)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/pi-session/pi-session/marker"
+	"golang.org/x/term"
 )
 
 // The test binary doubles as the fake pi and as the PTY session leader.
@@ -47,6 +48,13 @@ func fakePi(behaviour string) int {
 		}
 		fmt.Fprintf(out, "ppid=%d\n", os.Getppid())
 		return 0
+	case "alt_die_KILL":
+		// Like pi's alternate-screen mode, killed before it could leave it.
+		fmt.Fprint(out, "\x1b[?1049hin the alternate screen")
+		signal.Reset(syscall.SIGKILL)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(10 * time.Second)
+		return 99
 	case "die_TERM", "die_KILL":
 		sig := syscall.SIGTERM
 		if behaviour == "die_KILL" {
@@ -93,20 +101,6 @@ func fakePi(behaviour string) int {
 			}
 		}
 		return 3
-	case "suspend":
-		// Like pi's Ctrl+Z: stop the own process group, say so when continued.
-		cont := make(chan os.Signal, 1)
-		signal.Notify(cont, syscall.SIGCONT)
-		fmt.Fprintln(out, "suspending")
-		syscall.Kill(0, syscall.SIGTSTP)
-		select {
-		case <-cont:
-			fmt.Fprintln(out, "resumed")
-			return 0
-		case <-time.After(20 * time.Second):
-			fmt.Fprintln(out, "never resumed")
-			return 5
-		}
 	case "leave_child":
 		// Leave a descendant that keeps the terminal open after pi exits.
 		exe, _ := os.Executable()
@@ -123,6 +117,21 @@ func fakePi(behaviour string) int {
 		signal.Ignore(syscall.SIGHUP)
 		time.Sleep(30 * time.Second)
 		return 0
+	case "tui":
+		return fakeTUI()
+	case "sleeper":
+		// A process pi started in its own group (a tool's command): it
+		// lives until killed.
+		signal.Ignore(syscall.SIGHUP)
+		time.Sleep(10 * time.Minute)
+		return 0
+	case "burn":
+		// Load for job-control tests: one core busy until killed.
+		for x := 0; ; x++ {
+			if x == -1 {
+				return 0
+			}
+		}
 	case "assignment":
 		// What an extension written for the seed's wrapper checks before it
 		// writes its relaunch marker.
@@ -191,4 +200,49 @@ func fakeSupervisor() int {
 		return 70
 	}
 	return res.Status()
+}
+
+// fakeTUI behaves like pi's TUI for job control: the terminal in raw mode;
+// Ctrl+Z restores it, registers a one-off SIGCONT handler and stops pi's
+// process group (pi's handleCtrlZ); on SIGCONT it takes the terminal again
+// and redraws the whole screen; "q" quits. A child in pi's process group
+// stands for the commands pi's tools start.
+func fakeTUI() int {
+	out := os.Stdout
+	exe, _ := os.Executable()
+	child := exec.Command(exe)
+	child.Env = append(os.Environ(), "FAKE_PI=sleeper")
+	if err := child.Start(); err != nil {
+		fmt.Fprintln(out, err)
+		return 4
+	}
+	defer child.Process.Kill()
+	st, err := term.MakeRaw(0)
+	if err != nil {
+		fmt.Fprintln(out, err)
+		return 4
+	}
+	fmt.Fprintf(out, "tui ready pid=%d child=%d\r\n", os.Getpid(), child.Process.Pid)
+	buf := make([]byte, 1)
+	for n := 1; ; {
+		if _, err := os.Stdin.Read(buf); err != nil {
+			return 3
+		}
+		switch buf[0] {
+		case 0x1a:
+			term.Restore(0, st)
+			cont := make(chan os.Signal, 1)
+			signal.Notify(cont, syscall.SIGCONT)
+			fmt.Fprintf(out, "suspending %d\n", n)
+			syscall.Kill(0, syscall.SIGTSTP)
+			<-cont
+			signal.Stop(cont)
+			st, _ = term.MakeRaw(0)
+			fmt.Fprintf(out, "\x1b[2J\x1b[Hredraw %d\r\n", n)
+			n++
+		case 'q':
+			term.Restore(0, st)
+			return 0
+		}
+	}
 }

@@ -35,10 +35,10 @@ func IsLeader(env []string) bool {
 // args[1:]) in a new foreground process group, so pi's process group has a
 // parent in the same session and the kernel honours pi's own Ctrl+Z. It
 // reports pi's pid on fd 3, stops itself whenever pi stops (so the
-// supervisor sees the stop), continues pi when continued, and exits the way
-// pi exits. The variable PI_SESSION_WRAPPER_PID, when set, becomes the
-// leader's pid, the leader being pi's parent, and PI_RELAUNCH_MARKER is
-// named after it. If the supervisor dies, the leader hangs pi up (hangUp).
+// supervisor sees the stop), and exits the way pi exits. The variable
+// PI_SESSION_WRAPPER_PID, when set, becomes the leader's pid, the leader
+// being pi's parent, and PI_RELAUNCH_MARKER is named after it. If the
+// supervisor dies, the leader hangs pi up (hangUp).
 func RunLeader(args, env []string) int {
 	report := os.NewFile(3, "leader-report")
 	if len(args) == 0 {
@@ -91,8 +91,12 @@ func RunLeader(args, env []string) int {
 		}
 		switch {
 		case ws.Stopped():
-			syscall.Kill(os.Getpid(), syscall.SIGSTOP) // returns once the supervisor continues us
-			syscall.Kill(-pid, syscall.SIGCONT)
+			// Report pi's stop the only way wait4 shows it to the
+			// supervisor: stop too. Nothing else may follow here: kill
+			// may return before the stop takes hold, and pi stays stopped
+			// until the supervisor has stopped its whole job and been
+			// continued; the supervisor continues pi and the leader.
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		case ws.Exited():
 			return ws.ExitStatus()
 		case ws.Signaled():

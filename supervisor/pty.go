@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	defer ptmx.Close()
 	_ = copySize(s.opts.Stdin, ptmx) // a terminal without a size keeps the default
 
+	s.awaitForeground() // started in the background ("pi &"): stop until "fg"
 	if err := s.makeRaw(); err != nil {
 		tty.Close()
 		return Result{}, &StartError{Code: 71, Err: err}
@@ -70,16 +72,20 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	for {
 		select {
 		case sig := <-sigs:
-			s.relayPTY(sig.(syscall.Signal), ptmx, leader, piPID)
+			s.relayPTY(sig.(syscall.Signal), ptmx, piPID)
 		case ws := <-statuses:
 			if ws.Stopped() {
-				s.suspend(ptmx, leader, piPID)
+				s.suspend(ptmx)
+				s.resume(ptmx, leader, piPID)
 				continue
 			}
 			if ws.Continued() {
 				continue
 			}
 			out.drain()
+			if ws.Signaled() {
+				s.resetModes(out.altScreen)
+			}
 			return resultOf(piPID, ws), nil
 		case err := <-waitErr:
 			out.drain()
@@ -173,34 +179,55 @@ func readLeaderReport(r *os.File) (int, error) {
 }
 
 // relayPTY handles one signal received while pi runs under the PTY.
-func (s *Supervisor) relayPTY(sig syscall.Signal, ptmx *os.File, leader, piPID int) {
+func (s *Supervisor) relayPTY(sig syscall.Signal, ptmx *os.File, piPID int) {
 	switch sig {
 	case syscall.SIGWINCH:
 		_ = copySize(s.opts.Stdin, ptmx) // the kernel signals pi's foreground group
 	case syscall.SIGCONT:
-		s.resume(ptmx, leader, piPID)
+		// pi-session was continued without having stopped for pi (the
+		// continue that ends a suspend is handled there): it may have been
+		// stopped behind its back (SIGSTOP), with the terminal changed
+		// meanwhile. Take the terminal back; pi, if it is stopped, is
+		// continued only by resume, after the job has stopped as a whole.
+		if foreground(s.opts.Stdin) {
+			_ = s.makeRaw()
+		}
+		_ = copySize(s.opts.Stdin, ptmx)
 	default:
-		// INT, TERM, HUP, QUIT, USR1, USR2 and the job-control stops go to
-		// pi's process group; a stop of pi comes back as a stop of the leader.
+		// INT, TERM, HUP, QUIT, USR1, USR2 and SIGTSTP go to pi's process
+		// group; a stop of pi comes back as a stop of the leader.
 		syscall.Kill(-piPID, sig)
 	}
 }
 
-// suspend follows pi into the background: pi stopped (Ctrl+Z or a stop
-// signal), so pi-session restores the terminal and stops too, the way the
-// shell expects of a job. The SIGCONT that ends the stop arrives as a signal
-// and resumes pi (relayPTY); kill returns before the stop is certain to have
-// happened, so nothing else may follow it here. When nothing could continue
-// pi-session (its process group is orphaned, e.g. it is a tmux pane's
-// command), it resumes pi at once instead of hanging.
-func (s *Supervisor) suspend(ptmx *os.File, leader, piPID int) {
-	if !canStop() {
-		s.resume(ptmx, leader, piPID)
-		return
-	}
+// suspend follows pi into the background, as a job does for a shell: pi
+// stopped (Ctrl+Z or a stop signal) and nothing continues it until
+// pi-session's whole job has stopped and been continued. pi-session
+// restores the terminal, stops its process group (a wrapper such as make
+// included) and itself, and returns once continued in the foreground. When
+// nothing could continue pi-session (its process group is orphaned, e.g. it
+// is a tmux pane's command), the kernel discards the stop and suspend
+// returns at once, so pi resumes instead of hanging.
+func (s *Supervisor) suspend(ptmx *os.File) {
+	s.pauseInput()
+	defer s.resumeInput()
 	s.flushOutput(ptmx)
 	s.restoreTerminal()
-	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	stopJob(syscall.SIGTSTP)
+	s.awaitForeground()
+}
+
+// awaitForeground stops pi-session's job until the shell puts it in the
+// foreground of the terminal (after "bg", or when started with "&"), as
+// any program that needs the terminal is stopped by SIGTTOU. It gives up
+// when the group is orphaned, since no shell would ever do that.
+func (s *Supervisor) awaitForeground() {
+	for tries := 0; !foreground(s.opts.Stdin); tries++ {
+		if tries > 0 && orphanedGroup() {
+			return
+		}
+		stopJob(syscall.SIGTTOU)
+	}
 }
 
 // flushOutput waits until what pi wrote before it stopped (its terminal
@@ -258,65 +285,74 @@ func copySize(from, to *os.File) error {
 }
 
 // resume puts the terminal back in raw mode, copies its size, and continues
-// the leader and pi.
+// the leader and pi's process group. pi redraws its screen on SIGCONT; a
+// SIGWINCH after it makes programs that redraw only on a size change (an
+// editor pi started, say) repaint as well.
 func (s *Supervisor) resume(ptmx *os.File, leader, piPID int) {
-	_ = s.makeRaw()
+	if foreground(s.opts.Stdin) {
+		_ = s.makeRaw()
+	}
 	_ = copySize(s.opts.Stdin, ptmx)
 	syscall.Kill(leader, syscall.SIGCONT)
 	syscall.Kill(-piPID, syscall.SIGCONT)
-}
-
-// canStop reports whether stopping this process hands control back to a job
-// control shell: the parent is in the same session but another process group.
-func canStop() bool {
-	self, err1 := procStat(os.Getpid())
-	parent, err2 := procStat(os.Getppid())
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return parent.session == self.session && parent.pgrp != self.pgrp
-}
-
-type statFields struct{ pgrp, session int }
-
-// procStat reads the process group and session from /proc/<pid>/stat.
-func procStat(pid int) (statFields, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return statFields{}, err
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return statFields{}, fmt.Errorf("supervisor: malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ...
-	if len(f) < 4 {
-		return statFields{}, fmt.Errorf("supervisor: short /proc/%d/stat", pid)
-	}
-	pgrp, err1 := strconv.Atoi(f[2])
-	sess, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil {
-		return statFields{}, fmt.Errorf("supervisor: malformed /proc/%d/stat", pid)
-	}
-	return statFields{pgrp: pgrp, session: sess}, nil
+	syscall.Kill(-piPID, syscall.SIGWINCH)
 }
 
 // pump copies the user's keyboard to the current PTY for the life of the
-// process; input arriving between launches is dropped.
+// process; input arriving between launches is dropped. It reads only what
+// the terminal has queued (poll, TIOCINQ, read), so that it never waits
+// inside read: a paused pump (see pauseInput) takes nothing from the
+// terminal, which then belongs to the shell.
 func (s *Supervisor) pump() {
 	defer s.rescue()
+	fd := int(s.opts.Stdin.Fd())
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := s.opts.Stdin.Read(buf)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return
+		}
+		s.input.Lock()
+		for s.inputPaused {
+			s.inputResumed.Wait()
+		}
+		n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
+		if err == nil && n == 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) == 0 {
+			s.input.Unlock() // taken by someone else, or nothing yet
+			continue
+		}
+		n, err = unix.Read(fd, buf[:max(1, min(n, len(buf)))])
+		s.input.Unlock()
 		if n > 0 {
 			if t := s.target.Load(); t != nil {
 				t.Write(buf[:n])
 			}
 		}
-		if err != nil {
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil || n == 0 {
 			return
 		}
 	}
+}
+
+// pauseInput stops the pump from reading the keyboard, and returns once no
+// read is in progress. While pi-session's job is stopping, the shell may
+// already own the terminal (it reports a job stopped as soon as one of its
+// processes, make say, has stopped); the keys typed then are the shell's.
+func (s *Supervisor) pauseInput() {
+	s.input.Lock()
+	s.inputPaused = true
+	s.input.Unlock()
+}
+
+// resumeInput lets the pump read the keyboard again.
+func (s *Supervisor) resumeInput() {
+	s.input.Lock()
+	s.inputPaused = false
+	s.inputResumed.Broadcast()
+	s.input.Unlock()
 }
 
 // output copies pi's output from the PTY master to the user's terminal
@@ -328,6 +364,7 @@ type output struct {
 	ptmx         *os.File
 	wakeR, wakeW *os.File
 	done         chan struct{}
+	altScreen    altScreen // read after done
 }
 
 // startOutput starts copying ptmx to the user's terminal until the PTY
@@ -356,6 +393,7 @@ func (o *output) copy() {
 			o.s.copying.Add(1)
 			_, werr = o.s.opts.Stdout.Write(buf[:n])
 			o.s.copying.Add(-1)
+			o.altScreen.scan(buf[:n])
 		}
 		switch {
 		case err == unix.EINTR:
@@ -385,4 +423,64 @@ func (o *output) drain() {
 	}
 	o.wakeR.Close()
 	o.wakeW.Close()
+}
+
+// altScreen follows pi's switches to and from the terminal's alternate
+// screen ("\x1b[?1049h" and "l"), also when a read splits the sequence.
+type altScreen struct {
+	on   bool
+	tail []byte // the last bytes seen, shorter than the sequence
+}
+
+const altScreenSeq = "\x1b[?1049"
+
+func (a *altScreen) scan(b []byte) {
+	if len(a.tail) > 0 {
+		a.find(append(a.tail, b[:min(len(b), len(altScreenSeq))]...))
+	}
+	a.find(b)
+	if len(b) >= len(altScreenSeq) {
+		a.tail = append(a.tail[:0], b[len(b)-len(altScreenSeq):]...)
+	} else {
+		a.tail = append(a.tail, b...)
+		a.tail = a.tail[max(0, len(a.tail)-len(altScreenSeq)):]
+	}
+}
+
+// find sets on from each complete sequence in b, in order.
+func (a *altScreen) find(b []byte) {
+	for {
+		i := bytes.Index(b, []byte(altScreenSeq))
+		if i < 0 || i+len(altScreenSeq) >= len(b) {
+			return
+		}
+		b = b[i+len(altScreenSeq):]
+		switch b[0] {
+		case 'h':
+			a.on = true
+		case 'l':
+			a.on = false
+		}
+	}
+}
+
+// modeReset turns off the terminal modes pi switches on (synchronized
+// output, mouse reports, bracketed paste, the kitty keyboard protocol,
+// modifyOtherKeys, colour-scheme reports) and shows the cursor with autowrap
+// on, as pi itself does on every exit it lives through.
+const modeReset = "\x1b[?2026l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l" +
+	"\x1b[<u\x1b[>4;0m\x1b[?2031l\x1b[?7h\x1b[?25h"
+
+// resetModes restores the terminal after pi died by a signal and could not
+// do it itself: its modes off, the alternate screen left, and the cursor
+// on a fresh line below pi's last screen, so what follows (pi-session's
+// line, the shell's prompt) does not land inside it.
+func (s *Supervisor) resetModes(a altScreen) {
+	seq := modeReset
+	if a.on {
+		seq += "\x1b[?1049l\r\n" // back where pi started
+	} else {
+		seq += "\x1b[999B\r\n" // below pi's screen, which ends at the bottom at most
+	}
+	s.opts.Stdout.WriteString(seq)
 }

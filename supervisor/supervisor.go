@@ -33,6 +33,7 @@ type Result struct {
 	PID         int            // pi's pid
 	Code        int            // pi's exit status when Signal is 0
 	Signal      syscall.Signal // the signal that killed pi, 0 if it exited
+	CoreDumped  bool           // pi's death by Signal left a core dump
 	Interrupted syscall.Signal // the first stop request (SIGTERM, SIGHUP, SIGQUIT) pi-session received, 0 if none
 }
 
@@ -88,13 +89,30 @@ type Supervisor struct {
 	target   atomic.Pointer[os.File] // where keyboard input goes: the current PTY master
 	copying  atomic.Int32            // the output copier holds bytes not yet written
 	pumpOnce sync.Once
+
+	input        sync.Mutex // held by the pump while it reads the keyboard
+	inputPaused  bool       // the pump must not read (see pauseInput)
+	inputResumed *sync.Cond // signalled when inputPaused turns false
 }
 
-// Signals pi-session handles while it supervises.
-var handled = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGCONT,
-	syscall.SIGWINCH, syscall.SIGUSR1, syscall.SIGUSR2,
+// handled are the signals pi-session handles while it supervises. The
+// job-control stops are left to the kernel's default action (pi-session
+// stops with its job) where that is right: SIGTTIN and SIGTTOU under a PTY
+// (they mean pi-session touched the terminal from the background), and all
+// three without a PTY when the terminal stops pi's and pi-session's shared
+// process group itself.
+func handled(interactive, ctty bool) []os.Signal {
+	sigs := []os.Signal{
+		syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGCONT, syscall.SIGWINCH, syscall.SIGUSR1, syscall.SIGUSR2,
+	}
+	switch {
+	case interactive:
+		sigs = append(sigs, syscall.SIGTSTP)
+	case !ctty:
+		sigs = append(sigs, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	}
+	return sigs
 }
 
 // isStopRequest reports whether sig asks pi-session to stop: it is forwarded
@@ -111,10 +129,11 @@ func New(opts Options) *Supervisor {
 		interactive: term.IsTerminal(int(opts.Stdin.Fd())) && term.IsTerminal(int(opts.Stdout.Fd())),
 		sigs:        make(chan os.Signal, 32),
 	}
+	s.inputResumed = sync.NewCond(&s.input)
 	if !s.interactive {
 		s.ctty = hasControllingTerminal()
 	}
-	signal.Notify(s.sigs, handled...)
+	signal.Notify(s.sigs, handled(s.interactive, s.ctty)...)
 	go s.signalLoop()
 	return s
 }
@@ -216,11 +235,12 @@ func (s *Supervisor) makeRaw() error {
 	return nil
 }
 
-// restoreTerminal puts the user's terminal back as it was before raw mode.
+// restoreTerminal puts the user's terminal back as it was before raw mode,
+// unless another job holds the terminal now: its state is that job's.
 func (s *Supervisor) restoreTerminal() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.saved != nil && s.raw {
+	if s.saved != nil && s.raw && foreground(s.opts.Stdin) {
 		_ = term.Restore(int(s.opts.Stdin.Fd()), s.saved)
 	}
 	s.raw = false
@@ -288,7 +308,7 @@ func waitLoop(pid int, options int, out chan<- syscall.WaitStatus, errc chan<- e
 // resultOf converts a final wait status.
 func resultOf(pid int, ws syscall.WaitStatus) Result {
 	if ws.Signaled() {
-		return Result{PID: pid, Signal: ws.Signal()}
+		return Result{PID: pid, Signal: ws.Signal(), CoreDumped: ws.CoreDump()}
 	}
 	return Result{PID: pid, Code: ws.ExitStatus()}
 }

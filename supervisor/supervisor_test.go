@@ -210,6 +210,60 @@ func TestPTYExitStatus(t *testing.T) {
 	u.waitFor(t, "fake pi ran")
 }
 
+// TestPTYSignalDeathRestore: pi killed by a signal cannot restore the
+// terminal's modes or move below its screen; pi-session does, and leaves
+// the alternate screen when pi was in it. A clean exit writes nothing.
+func TestPTYSignalDeathRestore(t *testing.T) {
+	for _, tt := range []struct {
+		behaviour string
+		want      string
+	}{
+		{"die_KILL", modeReset + "\x1b[999B\r\n"},
+		{"alt_die_KILL", "in the alternate screen" + modeReset + "\x1b[?1049l\r\n"},
+		{"exit_7", ""},
+	} {
+		u := newUserTerm(t)
+		if _, err := supervise(t, u, fakeLaunch(t, tt.behaviour), nil); err != nil {
+			t.Fatal(err)
+		}
+		out := u.output()
+		if tt.want == "" {
+			if strings.Contains(out, modeReset) {
+				t.Errorf("%s: the terminal reset was written after a clean exit: %q", tt.behaviour, out)
+			}
+			continue
+		}
+		u.waitFor(t, tt.want)
+		if !strings.HasSuffix(u.output(), tt.want) {
+			t.Errorf("%s: output %q, want it to end with %q", tt.behaviour, u.output(), tt.want)
+		}
+	}
+}
+
+func TestAltScreen(t *testing.T) {
+	for _, tt := range []struct {
+		reads []string
+		want  bool
+	}{
+		{[]string{"plain text"}, false},
+		{[]string{"a\x1b[?1049hb"}, true},
+		{[]string{"\x1b[?1049h", "x\x1b[?1049l"}, false},
+		{[]string{"x\x1b[?10", "49h"}, true},
+		{[]string{"\x1b", "[", "?", "1", "0", "4", "9", "h"}, true},
+		{[]string{"\x1b[?1049", "h"}, true},
+		{[]string{"\x1b[?1049h\x1b[?1049", "l tail"}, false},
+		{[]string{"\x1b[?1049h", "\x1b[?1048l"}, true},
+	} {
+		var a altScreen
+		for _, r := range tt.reads {
+			a.scan([]byte(r))
+		}
+		if a.on != tt.want {
+			t.Errorf("altScreen after reads %q = %v, want %v", tt.reads, a.on, tt.want)
+		}
+	}
+}
+
 func TestPTYNotFound(t *testing.T) {
 	for _, withLeader := range []bool{true, false} {
 		u := newUserTerm(t)
@@ -334,20 +388,25 @@ func TestPTYLeaderIsParentAndPiLeadsItsGroup(t *testing.T) {
 }
 
 // TestPTYJobControl runs a supervisor as a process of its own in its own
-// process group, as a shell runs a job. pi suspends itself like pi's Ctrl+Z;
-// the supervisor must stop too with the terminal restored, and when the
-// "shell" continues it, pi must be continued.
+// process group, as a shell runs a job, with a TUI like pi's. Ctrl+Z stops
+// pi's group; the supervisor must stop too with the terminal restored, pi's
+// group must stay stopped while the supervisor is, and when the "shell"
+// continues the supervisor, pi must be continued and redraw.
 func TestPTYJobControl(t *testing.T) {
 	u := newUserTerm(t)
 	before := termios(t, u.tty)
 	cmd := exec.Command(self(t))
-	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=suspend")
+	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=tui")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = u.tty, u.tty, u.tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
+	u.waitFor(t, "tui ready")
+	piPID := readyPID(t, u.output())
+	t.Cleanup(func() { syscall.Kill(-piPID, syscall.SIGKILL) })
+	u.ptmx.Write([]byte{0x1a}) // Ctrl+Z
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil {
 		t.Fatal(err)
@@ -355,11 +414,14 @@ func TestPTYJobControl(t *testing.T) {
 	if !ws.Stopped() {
 		t.Fatalf("supervisor process ended (%v) instead of stopping with pi; output:\n%s", ws, u.output())
 	}
-	u.waitFor(t, "suspending")
+	allStopped(t, piPID, "when the supervisor stopped")
 	if after := termios(t, u.tty); after != before {
 		t.Errorf("terminal not restored while suspended:\n before %+v\n after  %+v\noutput: %q", before, after, u.output())
 	}
+	allStopped(t, piPID, "after the terminal was checked")
 	syscall.Kill(pid, syscall.SIGCONT) // the shell's fg
+	u.waitFor(t, "redraw 1")
+	u.ptmx.Write([]byte("q"))
 	for {
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != syscall.EINTR {
 			break
@@ -368,9 +430,38 @@ func TestPTYJobControl(t *testing.T) {
 	if !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("supervisor ended with %v, want exit 0; output:\n%s", ws, u.output())
 	}
-	u.waitFor(t, "resumed")
 	if after := termios(t, u.tty); after != before {
 		t.Errorf("terminal not restored after exit")
+	}
+}
+
+// TestPTYJobControlOrphaned: started where no job-control shell could
+// continue it (a session of its own, as a tmux pane's command), the
+// supervisor does not stop on pi's Ctrl+Z: the kernel discards the stop of
+// an orphaned group, and pi is continued at once and redraws.
+func TestPTYJobControlOrphaned(t *testing.T) {
+	u := newUserTerm(t)
+	cmd := exec.Command(self(t))
+	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR=tui")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = u.tty, u.tty, u.tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	u.waitFor(t, "tui ready")
+	t.Cleanup(func() { syscall.Kill(-readyPID(t, u.output()), syscall.SIGKILL) })
+	u.ptmx.Write([]byte{0x1a})
+	u.waitFor(t, "redraw 1") // nobody sent SIGCONT: pi-session continued pi itself
+	u.ptmx.Write([]byte("q"))
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	if !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Errorf("supervisor ended with %v, want exit 0 without ever stopping; output:\n%s", ws, u.output())
 	}
 }
 
@@ -438,8 +529,8 @@ func TestProcStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.pgrp != syscall.Getpgrp() || st.session != mustSid() {
-		t.Errorf("procStat = %+v, want pgrp %d session %d", st, syscall.Getpgrp(), mustSid())
+	if st.pgrp != syscall.Getpgrp() || st.session != mustSid() || st.ppid != os.Getppid() {
+		t.Errorf("procStat = %+v, want ppid %d pgrp %d session %d", st, os.Getppid(), syscall.Getpgrp(), mustSid())
 	}
 	if _, err := procStat(1 << 30); err == nil {
 		t.Error("procStat(no such pid) succeeded")

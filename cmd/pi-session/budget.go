@@ -39,7 +39,7 @@ func (b *budgetEngine) peer(r *hooks.Request) (budget.Peer, budget.ArmFunc) {
 	h := r.Peer.Hello
 	p := budget.Peer{SessionID: h.SessionID, SessionFile: h.SessionFile, SessionName: h.SessionName, Cwd: h.Cwd,
 		Subagent: h.Subagent || h.Role == hooks.RoleChild, Mode: h.Mode}
-	if b.relauncher == nil || !r.Peer.Owned || h.Role != hooks.RolePrimary || h.Subagent || h.Mode == "rpc" {
+	if b.relauncher == nil || !r.Peer.Owned || h.Role != hooks.RoleMain || h.Subagent || h.Mode == "rpc" {
 		return p, nil
 	}
 	p.Wrapper = true

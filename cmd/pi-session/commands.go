@@ -75,8 +75,7 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 	}
 	switch execReason(args) {
 	case "help":
-		printHelp(stdout)
-		return execPi(inv, args)
+		return helpThenPi(inv, args)
 	case "exec":
 		return execPi(inv, args)
 	}
@@ -108,6 +107,23 @@ func printHelp(w io.Writer) {
 	fmt.Fprint(w, strings.TrimLeft(helpText, "\n"))
 }
 
+// helpThenPi prints pi-session's help, then pi's own (exec). Without a
+// runnable pi the help says so and the status is still 0: asking for help
+// succeeded.
+func helpThenPi(inv *invocation, args []string) int {
+	printHelp(inv.stdout)
+	pi, err := findPi(inv.env)
+	if err != nil {
+		fmt.Fprintf(inv.stdout, "Note: pi's own help is not shown: pi was not found (%v).\n", err)
+		return 0
+	}
+	fmt.Fprint(inv.stdout, "pi's own help follows.\n\n")
+	if err := execFound(inv, pi, args); err != nil {
+		fmt.Fprintf(inv.stdout, "Note: pi's own help is not shown: %v.\n", err)
+	}
+	return 0
+}
+
 const helpText = `
 pi-session - runs pi under supervision and relaunches it from verified handoffs
 
@@ -116,7 +132,7 @@ Usage:
   pi-session -- <word> ...                                 send a reserved word to pi as a prompt
   pi-session version                                       pi-session's version and the pi it runs
   pi-session status | prune                                sessions' status records (see --help of each)
-  pi-session setup                                         install pi-session's extension for plain pi too
+  pi-session setup [--undo]                                install (or remove) pi-session's extension for plain pi
   pi-session doctor                                        check Node, pi, the extension, the engine socket
   pi-session serve                                         the engine host alone (plain pi's extension starts it)
   pi-session engine <command> ...                          what an engine computes from files, without pi
@@ -145,11 +161,12 @@ Environment:
 Exit status:
   pi's own status; 128+n when pi died of signal n, or when pi-session itself
   received SIGTERM, SIGHUP or SIGQUIT (n) and pi then exited 0.
-  64  usage error            73  cannot create the marker directory
-  70  internal error         78  invalid configuration (an environment variable)
-  71  system error (PTY)     126 pi found but not executable
+  64  usage error            73  cannot create a file or directory pi-session writes
+  70  internal error             (the marker directory; setup's files)
+  71  system error (PTY)     78  invalid configuration (an environment variable, a
+                                 settings file that is not JSON)
+                             126 pi found but not executable
                              127 pi not found
-
-pi's own help follows.
+  A subcommand's own meaning of 1 is in its --help (doctor: a check failed).
 
 `

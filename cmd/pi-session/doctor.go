@@ -43,27 +43,43 @@ func ok(name, format string, args ...any) finding {
 	return finding{level: "ok", name: name, detail: fmt.Sprintf(format, args...)}
 }
 
+// String is the finding's one line: a detail that spans lines (an error
+// joining several) is joined with "; ".
 func (f finding) String() string {
-	s := fmt.Sprintf("%-4s  %-9s  %s", f.level, f.name, f.detail)
+	s := fmt.Sprintf("%-4s  %-9s  %s", f.level, f.name, oneLine(f.detail))
 	if f.fix != "" {
-		s += "; fix: " + f.fix
+		s += "; fix: " + oneLine(f.fix)
 	}
 	return s
 }
 
+// oneLine joins the non-empty lines of s with "; ".
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	var parts []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // cmdDoctor runs the checks.
 func cmdDoctor(ctx context.Context, inv *invocation) int {
-	if len(inv.args) > 0 {
-		if inv.args[0] == "--help" || inv.args[0] == "-h" {
-			fmt.Fprint(inv.stdout, doctorUsage)
-			return 0
-		}
+	args, code, done := parseFlags(inv, newFlagSet("doctor"), inv.args, doctorUsage)
+	if done {
+		return code
+	}
+	if len(args) > 0 {
 		return inv.errorf(exitUsage, "doctor takes no arguments (see pi-session doctor --help)")
 	}
 	findings := []finding{checkNode(ctx, inv.env), checkPi(ctx, inv.env), checkExtension(inv.env)}
 	findings = append(findings, checkSocket(ctx, inv.env)...)
 	findings = append(findings, checkDirs(inv.env), checkMarkerDir(inv.env))
-	code := 0
+	code = 0
 	for _, f := range findings {
 		fmt.Fprintln(inv.stdout, f)
 		if f.level == "FAIL" {
@@ -92,7 +108,7 @@ func checkNode(ctx context.Context, env *environ) finding {
 	}
 	out, err := versionOf(ctx, env, node)
 	if err != nil {
-		return finding{level: "FAIL", name: "node", detail: fmt.Sprintf("%s --version: %v", node, err), fix: fix}
+		return finding{level: "FAIL", name: "node", detail: failedRun(err), fix: fix}
 	}
 	v, ok := parseVersion(out)
 	if !ok {
@@ -111,7 +127,7 @@ func checkPi(ctx context.Context, env *environ) finding {
 	}
 	out, err := versionOf(ctx, env, pi)
 	if err != nil {
-		return finding{level: "FAIL", name: "pi", detail: fmt.Sprintf("%s --version: %v", pi, err), fix: "check that pi runs: " + pi + " --version"}
+		return finding{level: "FAIL", name: "pi", detail: failedRun(err), fix: "see the whole output and check that pi runs: " + pi + " --version"}
 	}
 	v, parsed := parseVersion(out)
 	if !parsed || v[0] != 1 || v[1] != 6 {
@@ -153,7 +169,18 @@ func checkSocket(ctx context.Context, env *environ) []finding {
 	path := env.Get(hooks.EnvSocket)
 	what := "the engine host of this pi"
 	if path == "" {
+		// The short-lived host's socket directory goes with it when doctor
+		// made it (an unusable agent dir sends it to /tmp, say).
+		existed := map[string]bool{}
+		for _, d := range hooks.SocketDirs(env.Get) {
+			if _, err := os.Lstat(d); err == nil {
+				existed[d] = true
+			}
+		}
 		p, err := hooks.SocketPath(env.Get, os.Getpid())
+		if err == nil && !existed[filepath.Dir(p)] {
+			defer os.Remove(filepath.Dir(p)) // only when empty; after the host's Close below
+		}
 		if err != nil {
 			return []finding{{level: "FAIL", name: "socket", detail: err.Error(), fix: "make $XDG_RUNTIME_DIR or the agent directory writable, or set TMPDIR to a short private directory"}}
 		}
@@ -246,6 +273,7 @@ func writable(dir string) error {
 }
 
 // versionOf runs `prog --version` and returns its trimmed standard output.
+// A failure is a *runError.
 func versionOf(ctx context.Context, env *environ, prog string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -253,13 +281,93 @@ func versionOf(ctx context.Context, env *environ, prog string) (string, error) {
 	cmd.Env = env.List()
 	out, err := cmd.Output()
 	if err != nil {
+		re := &runError{command: prog + " --version", err: err}
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		if errors.As(err, &ee) {
+			for _, l := range strings.Split(string(ee.Stderr), "\n") {
+				if l = strings.TrimRight(l, " \t\r"); strings.TrimSpace(l) != "" {
+					re.stderr = append(re.stderr, l)
+				}
+			}
 		}
-		return "", err
+		return "", re
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// runError is a program that failed, with what it said on stderr: a Node
+// program that cannot start prints a stack trace of many lines there.
+type runError struct {
+	command string // as a user would type it
+	err     error
+	stderr  []string // its non-empty lines
+}
+
+// Error is one line: the failure, the first meaningful line of stderr,
+// and where the rest is.
+func (e *runError) Error() string {
+	s := e.summary()
+	if more := len(e.stderr) - 1; more > 0 {
+		s += fmt.Sprintf(" (%d more %s: run %s)", more, plural(more, "line", "lines"), e.command)
+	}
+	return s
+}
+
+// summary is Error without the pointer to the rest.
+func (e *runError) summary() string {
+	s := e.command + ": " + e.err.Error()
+	if len(e.stderr) == 0 {
+		return s
+	}
+	s += ": " + meaningfulLine(e.stderr)
+	for _, l := range e.stderr {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Node.js v"); ok && !strings.ContainsAny(v, " \t") {
+			s += " (Node.js v" + v + ")"
+			break
+		}
+	}
+	return s
+}
+
+// meaningfulLine picks the line of a program's error output that says
+// what went wrong: an "...Error: ..." line of a stack trace, else the
+// first line that is not a source location, a source excerpt, a caret
+// line or a stack frame.
+func meaningfulLine(lines []string) string {
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		name, _, ok := strings.Cut(t, ":")
+		if i := strings.Index(name, " ["); i > 0 && strings.HasSuffix(name, "]") {
+			name = name[:i] // Error [ERR_REQUIRE_ESM]
+		}
+		if ok && (strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception")) && !strings.ContainsAny(name, " /") {
+			return t
+		}
+	}
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "at "), strings.Trim(t, "^~ ") == "", strings.HasPrefix(t, "Node.js v"):
+		case strings.HasPrefix(t, "/"), strings.HasPrefix(t, "file://"), strings.HasPrefix(t, "node:"):
+		default:
+			return t
+		}
+	}
+	return strings.TrimSpace(lines[0])
+}
+
+// failedRun is a doctor finding's detail for a failed run: the summary
+// and how many more lines there are (the fix says how to see them).
+func failedRun(err error) string {
+	var re *runError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	s := re.summary()
+	if more := len(re.stderr) - 1; more > 0 {
+		s += fmt.Sprintf(" (and %d more %s)", more, plural(more, "line", "lines"))
+	}
+	return s
 }
 
 // parseVersion reads "v22.19.0", "1.6.0" or "pi 1.6.0" (the last field).

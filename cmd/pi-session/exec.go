@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 )
 
@@ -14,10 +15,17 @@ func execPi(inv *invocation, args []string) int {
 		errors.As(err, &pe)
 		return inv.errorf(pe.code, "%s", pe.msg)
 	}
-	err = syscall.Exec(pi, append([]string{pi}, args...), inv.env.List())
+	err = execFound(inv, pi, args)
 	code := exitOSErr
 	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
 		code = exitNotExec
 	}
-	return inv.errorf(code, "exec %s: %v", pi, err)
+	return inv.errorf(code, "%v", err)
+}
+
+// execFound execs the pi findPi found with args; it returns only on
+// failure.
+func execFound(inv *invocation, pi string, args []string) error {
+	err := syscall.Exec(pi, append([]string{pi}, args...), inv.env.List())
+	return fmt.Errorf("exec %s: %w", pi, err)
 }

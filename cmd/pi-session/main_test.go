@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/supervisor"
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +54,12 @@ func TestScripts(t *testing.T) {
 			// extension.txtar tests what pi-session adds.
 			env.Setenv("PI_SESSION_EXTENSION", "off")
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" { // permissions do not stop root
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"expectcode": expectCode,
@@ -123,11 +131,11 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 // writes a relaunch marker at the path the wrapper assigned, pointing at
 // FAKEPI_HANDOFF (and FAKEPI_LAUNCH_PROMPT). FAKEPI_ARM=socket asks the
 // wrapper to write it instead, over PI_SESSION_SOCKET as the extension does
-// (FAKEPI_HELLO_ROLE sets the session's role, default primary).
+// (FAKEPI_HELLO_ROLE sets the session's role, default main).
 // FAKEPI_MARKER_RAW writes those bytes as the marker (with the octal mode
-// FAKEPI_MARKER_MODE, if set); FAKEPI_DESCENDANT
-// makes a child process try to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL choose
-// how it ends.
+// FAKEPI_MARKER_MODE, if set); FAKEPI_DESCENDANT makes a child process try
+// to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a signal name without SIG)
+// choose how it ends.
 func fakePi() int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -152,8 +160,10 @@ func fakePi() int {
 			return 2
 		}
 	}
-	if os.Getenv("FAKEPI_SIGNAL") == "TERM" {
-		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if name := os.Getenv("FAKEPI_SIGNAL"); name != "" {
+		sig := unix.SignalNum("SIG" + name)
+		signal.Reset(sig)
+		syscall.Kill(os.Getpid(), sig)
 		select {}
 	}
 	code, _ := strconv.Atoi(os.Getenv("FAKEPI_EXIT"))
@@ -185,7 +195,7 @@ func armOverSocket() error {
 	defer cancel()
 	role := os.Getenv("FAKEPI_HELLO_ROLE")
 	if role == "" {
-		role = hooks.RolePrimary
+		role = hooks.RoleMain
 	}
 	cwd, _ := os.Getwd()
 	c, err := hooks.Dial(ctx, os.Getenv(hooks.EnvSocket), hooks.Hello{

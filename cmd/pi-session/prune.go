@@ -3,19 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/pi-session/pi-session/status"
 )
 
 const pruneUsage = `usage: pi-session prune [--dry-run] [--throttle] [--budget D] [--verbose] [--json]
 
-Runs one pass of status-record pruning by hand: records strictly older than
-7 days whose pid is confirmed dead are removed; live or unknown pids,
-missing pids, corrupt records and records whose relaunch marker still
-exists are kept. A pass examines at most 5000 records or about 200 ms and
+Runs one pass of pruning by hand. First the relaunch markers kept when a
+relaunch was refused: those kept strictly more than 7 days ago whose
+pi-session is gone are removed, with their reason files. Then the status
+records: records strictly older than 7 days whose pid is confirmed dead are
+removed; live or unknown pids, missing pids, corrupt records and records
+whose relaunch marker still exists are kept. A pass examines at most 5000 records or about 200 ms and
 continues where the last one stopped. Handoffs and session files are never
 touched.
   --dry-run   say what would be removed; remove nothing
@@ -44,22 +48,30 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 	if *budget <= 0 {
 		return inv.errorf(exitUsage, "--budget %v: want a positive duration such as 200ms or 5s", *budget)
 	}
-	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle, Budget: *budget})
+	// Retained markers first: a record whose marker goes follows the
+	// normal rule in the same pass.
+	mp, merr := pruneMarkers(inv.env.Get, status.System(), time.Now(), *dryRun)
+	rep, err := store.Prune(status.PruneOptions{DryRun: *dryRun, Force: !*throttle, Budget: *budget, Markers: mp.lookup})
 	if *asJSON {
 		b, jerr := json.MarshalIndent(struct {
 			status.PruneReport
-			Dir       string `json:"dir"`
-			ElapsedMs int64  `json:"elapsedMs"`
-		}{rep, store.Dir(), rep.Elapsed.Milliseconds()}, "", "  ")
+			Dir       string      `json:"dir"`
+			ElapsedMs int64       `json:"elapsedMs"`
+			Markers   markerPrune `json:"markers"`
+		}{rep, store.Dir(), rep.Elapsed.Milliseconds(), mp}, "", "  ")
 		if jerr != nil {
 			return inv.errorf(exitInternal, "%v", jerr)
 		}
 		fmt.Fprintf(inv.stdout, "%s\n", b)
 	} else {
+		printMarkerPrune(inv.stdout, mp, *dryRun, *verbose)
 		printPrune(inv.stdout, store.Dir(), rep, *verbose)
 	}
-	if err != nil {
+	if err = errors.Join(merr, err); err != nil {
 		return inv.errorf(exitOSErr, "%v", err)
+	}
+	if len(mp.Errors) > 0 {
+		return inv.errorf(exitOSErr, "%d retained %s could not be removed", len(mp.Errors), plural(len(mp.Errors), "marker", "markers"))
 	}
 	return 0
 }
@@ -84,27 +96,19 @@ func printPrune(w io.Writer, dir string, rep status.PruneReport, verbose bool) {
 	fmt.Fprintf(w, "%s %d of %d %s examined in %s (%d ms)\n", verb, len(rep.Removed), rep.Examined,
 		plural(rep.Examined, "record", "records"), dir, rep.Elapsed.Milliseconds())
 	for _, d := range rep.Removed {
-		fmt.Fprintf(w, "  %-8s %s: %s\n", "remove", d.Name, d.Reason.Describe())
+		decisionLine(w, "remove", d.Name, d.Reason)
 	}
 	if len(rep.Kept) > 0 {
 		fmt.Fprintf(w, "kept %d:\n", len(rep.Kept))
-		if verbose {
-			for _, d := range rep.Kept {
-				fmt.Fprintf(w, "  %-8s %s: %s\n", "keep", d.Name, d.Reason.Describe())
+		reasons := make([]status.Reason, len(rep.Kept))
+		for i, d := range rep.Kept {
+			reasons[i] = d.Reason
+			if verbose {
+				decisionLine(w, "keep", d.Name, d.Reason)
 			}
-		} else {
-			counts := map[status.Reason]int{}
-			var reasons []status.Reason
-			for _, d := range rep.Kept {
-				if counts[d.Reason] == 0 {
-					reasons = append(reasons, d.Reason)
-				}
-				counts[d.Reason]++
-			}
-			slices.Sort(reasons)
-			for _, r := range reasons {
-				fmt.Fprintf(w, "  %5d  %s\n", counts[r], r.Describe())
-			}
+		}
+		if !verbose {
+			printReasonCounts(w, reasons, "")
 		}
 	}
 	switch {
@@ -112,5 +116,33 @@ func printPrune(w io.Writer, dir string, rep status.PruneReport, verbose bool) {
 		fmt.Fprintf(w, "the pass stopped at its time budget; the next continues after %s\n", rep.Next)
 	case rep.Next != "":
 		fmt.Fprintf(w, "the pass stopped at its record limit; the next continues after %s\n", rep.Next)
+	}
+}
+
+// describer is a pruning reason that says what it means.
+type describer interface {
+	~string
+	Describe() string
+}
+
+// decisionLine is one line of a pass's report: "  remove   name: why".
+func decisionLine[R describer](w io.Writer, verb, name string, r R) {
+	fmt.Fprintf(w, "  %-8s %s: %s\n", verb, name, r.Describe())
+}
+
+// printReasonCounts prints how many items have each reason, one line per
+// reason in order: "  <count>  <prefix><what it means>".
+func printReasonCounts[R describer](w io.Writer, reasons []R, prefix string) {
+	counts := map[R]int{}
+	var order []R
+	for _, r := range reasons {
+		if counts[r] == 0 {
+			order = append(order, r)
+		}
+		counts[r]++
+	}
+	slices.Sort(order)
+	for _, r := range order {
+		fmt.Fprintf(w, "  %5d  %s%s\n", counts[r], prefix, r.Describe())
 	}
 }

@@ -28,7 +28,8 @@ extension starts it by itself under plain pi (when PI_SESSION_SOCKET is
 not set); there is no need to run it by hand. It listens on a private unix
 socket, prints one line {"socket": ..., "pid": ..., "version": ...,
 "protocol": ...} on stdout, and runs until process PID (default: its
-parent, the pi that started it) exits, or until SIGTERM or SIGINT.
+parent, the pi that started it) exits, or until SIGTERM or SIGINT; a
+PID that is not running is a usage error (64).
 Its log is <agent dir>/pi-session/host.jsonl.
 `
 
@@ -42,6 +43,9 @@ func cmdServe(ctx context.Context, inv *invocation) int {
 	}
 	if len(args) > 0 || *pid <= 0 {
 		return inv.errorf(exitUsage, "serve takes only --pid PID (see pi-session serve --help)")
+	}
+	if err := unix.Kill(*pid, 0); errors.Is(err, unix.ESRCH) {
+		return inv.errorf(exitUsage, "serve: --pid %d: no such process; give the pid of a running pi (see pi-session serve --help)", *pid)
 	}
 	// The pi that started us may close our stdout and stderr once it has
 	// read the first line: a write there must not kill the host.

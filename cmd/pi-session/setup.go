@@ -12,23 +12,33 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/extension"
 	"github.com/pi-session/pi-session/paths"
 )
 
-const setupUsage = `usage: pi-session setup [--dry-run]
+const setupUsage = `usage: pi-session setup [--dry-run] [--undo]
 
 Installs pi-session's extension for plain pi too: writes the extension
 bundled in this binary to <agent dir>/pi-session/extension and registers it
-in <agent dir>/settings.json ("packages"), keeping every other setting as
-it is. Plain pi then loads the extension, which starts "pi-session serve"
-by itself. Running setup again updates the files and changes nothing else.
-pi-session itself needs no setup: it passes its extension to pi with -e
-unless the extension is installed.
+in <agent dir>/settings.json ("packages"), keeping every other setting (the
+file is written back in pi's own format). Plain pi then loads the
+extension, which starts "pi-session serve" by itself. Running setup again
+updates the files and changes nothing else. pi-session itself needs no
+setup: it passes its extension to pi with -e unless the extension is
+installed.
   --dry-run   say what would change; change nothing
-To undo: pi remove pi-session/extension
+  --undo      remove exactly what setup added: the settings entry (the
+              settings file comes back byte for byte as it was before setup,
+              unless it changed since), the extension directory, and the
+              bundled copies pi-session keeps in <agent dir>/pi-session
+              (it writes one again when it next starts pi); running it
+              again changes nothing
+Exit status: 0 done (or nothing to do); 64 usage error; 73 a file or
+directory cannot be written (make the agent dir writable, or set
+PI_CODING_AGENT_DIR); 78 settings.json is not JSON (nothing is changed).
 `
 
 // EnvExtension overrides the extension pi-session passes to pi: "off"
@@ -46,12 +56,16 @@ const setupSource = "pi-session/extension"
 func cmdSetup(ctx context.Context, inv *invocation) int {
 	fs := newFlagSet("setup")
 	dryRun := fs.Bool("dry-run", false, "")
+	undo := fs.Bool("undo", false, "")
 	args, code, done := parseFlags(inv, fs, inv.args, setupUsage)
 	if done {
 		return code
 	}
 	if len(args) > 0 {
 		return inv.errorf(exitUsage, "setup takes no arguments (see pi-session setup --help)")
+	}
+	if *undo {
+		return setupUndo(inv, *dryRun)
 	}
 	agentDir := paths.AgentDir(inv.env.Get)
 	dir := setupDir(agentDir)
@@ -60,12 +74,7 @@ func cmdSetup(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(exitConfig, "setup: %v; fix the file or move it aside, then run setup again (nothing was changed)", err)
 	}
-	verb := func(done, would string) string {
-		if *dryRun {
-			return "would " + would
-		}
-		return done
-	}
+	verb := func(done, would string) string { return dryVerb(*dryRun, done, would) }
 	changed := false
 
 	stale := extension.Stale(dir)
@@ -78,17 +87,17 @@ func cmdSetup(ctx context.Context, inv *invocation) int {
 	if len(stale) == 0 {
 		fmt.Fprintf(inv.stdout, "extension   up to date in %s\n", dir)
 	} else {
-		changed = true
 		if !*dryRun {
 			if _, err := extension.Write(dir); err != nil {
-				return inv.errorf(exitCantCreate, "setup: %v", err)
+				return cannotWrite(inv, agentDir, err, changed)
 			}
 			if exe != "" {
 				if err := atomicfile.WriteFile(filepath.Join(dir, "pi-session.json"), record, 0o644); err != nil {
-					return inv.errorf(exitCantCreate, "setup: %v", err)
+					return cannotWrite(inv, agentDir, err, true)
 				}
 			}
 		}
+		changed = true
 		slices.Sort(stale)
 		fmt.Fprintf(inv.stdout, "extension   %s %s in %s\n", verb("wrote", "write"), strings.Join(stale, ", "), dir)
 	}
@@ -100,16 +109,13 @@ func cmdSetup(ctx context.Context, inv *invocation) int {
 		}
 		fmt.Fprintf(inv.stdout, "settings    already registered in %s%s\n", settingsPath, note)
 	} else {
-		changed = true
 		settings = addPackage(settings, setupSource)
 		if !*dryRun {
-			if err := os.MkdirAll(agentDir, 0o700); err != nil {
-				return inv.errorf(exitCantCreate, "setup: %v", err)
-			}
-			if err := atomicfile.WriteFile(settingsPath, formatSettings(settings), 0o600); err != nil {
-				return inv.errorf(exitCantCreate, "setup: %v", err)
+			if err := writeSettingsForUndo(agentDir, settingsPath, formatSettings(settings)); err != nil {
+				return cannotWrite(inv, agentDir, err, changed)
 			}
 		}
+		changed = true
 		fmt.Fprintf(inv.stdout, "settings    %s %q to \"packages\" in %s\n", verb("added", "add"), setupSource, settingsPath)
 	}
 	switch {
@@ -123,6 +129,16 @@ func cmdSetup(ctx context.Context, inv *invocation) int {
 	return 0
 }
 
+// cannotWrite reports a write setup could not make (a read-only agent
+// dir, say) with a fix, and what was changed before it.
+func cannotWrite(inv *invocation, agentDir string, err error, changed bool) int {
+	state := "nothing was changed"
+	if changed {
+		state = "the extension files were written, settings.json was not changed; pi-session setup --undo removes them"
+	}
+	return inv.errorf(exitCantCreate, "setup: %v; make %s writable by you, or set PI_CODING_AGENT_DIR to a directory you can write (%s)", err, agentDir, state)
+}
+
 // member is one top-level member of settings.json, kept as written.
 type member struct {
 	key   string
@@ -133,8 +149,8 @@ type member struct {
 // missing file has none; anything but a JSON object is an error.
 func readSettings(path string) ([]member, error) {
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil // no such file (a parent may be a file: writing it will say so)
 	}
 	if err != nil {
 		return nil, err
@@ -261,6 +277,22 @@ func registered(agentDir string, ms []member) string {
 // (relative to the agent directory, ~ for home) and returns the pi-session
 // package it names (the package directory, or a file one directory down in it), or "".
 func packageOf(agentDir, src string) string {
+	src = localSource(agentDir, src)
+	if src == "" {
+		return ""
+	}
+	for _, dir := range []string{src, filepath.Dir(filepath.Dir(src))} {
+		if extension.IsPackage(dir) {
+			return dir
+		}
+	}
+	return ""
+}
+
+// localSource resolves a settings source that names a local path the way
+// pi does (relative to the agent directory, ~ for home, file://); it is ""
+// for any other source (npm:, git:, ...).
+func localSource(agentDir, src string) string {
 	src = strings.TrimSpace(src)
 	for _, p := range []string{"npm:", "git:", "github:", "http:", "https:", "ssh:", "builtin:"} {
 		if strings.HasPrefix(src, p) {
@@ -278,13 +310,7 @@ func packageOf(agentDir, src string) string {
 	if !filepath.IsAbs(src) {
 		src = filepath.Join(agentDir, src)
 	}
-	src = filepath.Clean(src)
-	for _, dir := range []string{src, filepath.Dir(filepath.Dir(src))} {
-		if extension.IsPackage(dir) {
-			return dir
-		}
-	}
-	return ""
+	return filepath.Clean(src)
 }
 
 // extensionArgs are the arguments that load pi-session's extension into

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/status"
 )
 
@@ -19,6 +21,8 @@ unknown, and corrupt or mismatched records (with their path and what is
 wrong: line, column and field). --all adds sessions that ended cleanly; a
 session id (or a prefix of one) shows only those sessions, whatever their
 state. --json prints the same as a JSON array.
+Without a session id, it also lists the relaunch markers kept when a
+relaunch was refused, with the reason (pi-session prune removes them).
 `
 
 // cmdStatus lists the sessions' status records.
@@ -67,22 +71,28 @@ func cmdStatus(ctx context.Context, inv *invocation) int {
 	if *asJSON {
 		return printStatusJSON(inv, shown, now)
 	}
-	if len(shown) == 0 {
-		switch {
-		case hidden > 0:
-			fmt.Fprintf(inv.stdout, "no running or crashed sessions; %d ended %s hidden (--all shows them)\n", hidden, plural(hidden, "session", "sessions"))
-		default:
-			fmt.Fprintf(inv.stdout, "no status records in %s\n", store.Dir())
+	switch {
+	case len(shown) > 0:
+		for i, e := range shown {
+			if i > 0 {
+				fmt.Fprintln(inv.stdout)
+			}
+			printEntry(inv.stdout, e, now)
 		}
-		return 0
+		fmt.Fprintf(inv.stdout, "\n%s\n", summary(shown, hidden))
+	case hidden > 0:
+		fmt.Fprintf(inv.stdout, "no running or crashed sessions; %d ended %s hidden (--all shows them)\n", hidden, plural(hidden, "session", "sessions"))
+	default:
+		fmt.Fprintf(inv.stdout, "no status records in %s\n", store.Dir())
 	}
-	for i, e := range shown {
-		if i > 0 {
-			fmt.Fprintln(inv.stdout)
+	if prefix == "" {
+		dir := paths.MarkerDir(inv.env.Get)
+		list, _, err := marker.ListRetained(dir)
+		if err != nil {
+			return inv.errorf(exitOSErr, "%v", err)
 		}
-		printEntry(inv.stdout, e, now)
+		printRetained(inv.stdout, dir, list, status.System(), now)
 	}
-	fmt.Fprintf(inv.stdout, "\n%s\n", summary(shown, hidden))
 	return 0
 }
 

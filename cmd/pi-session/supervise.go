@@ -16,6 +16,7 @@ import (
 	"github.com/pi-session/pi-session/relaunch"
 	"github.com/pi-session/pi-session/status"
 	"github.com/pi-session/pi-session/supervisor"
+	"golang.org/x/sys/unix"
 )
 
 // supervise runs pi with args until it exits without a valid relaunch
@@ -122,6 +123,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				h.log.Warn("status record not written at pi's end", "pid", res.PID, "err", err)
 			}
 		}
+		if res.Signal != 0 {
+			sup.Notice("%s", killedLine(res))
+		}
 		exit := relaunch.Exit{Code: res.Code, Signal: res.Signal}
 		now := time.Now()
 		d := relaunch.Decide(relaunch.Input{
@@ -137,6 +141,11 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 			sup.Notice("%s", d.Message)
 		}
 		if !d.Relaunch {
+			if d.Reason != relaunch.NoMarker {
+				if err := keepWhy(markerPath, d, now); err != nil && h != nil {
+					h.log.Warn("reason of a retained marker not written", "marker", markerPath, "err", err)
+				}
+			}
 			return exitStatus(res)
 		}
 		if err := os.Remove(markerPath); err != nil {
@@ -154,6 +163,19 @@ func exitStatus(res supervisor.Result) int {
 		return s
 	}
 	return exitSignalBase + int(res.Interrupted)
+}
+
+// killedLine is what pi-session says when pi died by a signal, after the
+// terminal is restored, as a shell reports a job killed by a signal.
+func killedLine(res supervisor.Result) string {
+	what := unix.SignalName(res.Signal)
+	if what == "" {
+		what = "signal " + strconv.Itoa(int(res.Signal))
+	}
+	if res.CoreDumped {
+		what += ", core dumped"
+	}
+	return "pi was killed (" + what + ")"
 }
 
 // relaunchLimit reads PI_SESSION_MAX_RELAUNCHES_PER_HOUR.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -23,18 +22,26 @@ func Version() string {
 	return "devel"
 }
 
+const versionUsage = `usage: pi-session version
+
+Prints pi-session's version and the pi it runs, with pi's version. Exit
+status 0, also when pi is missing or broken (the line says so).
+`
+
 // cmdVersion prints pi-session's version and the pi it would run.
 func cmdVersion(ctx context.Context, inv *invocation) int {
-	if len(inv.args) > 0 {
-		return inv.errorf(exitUsage, "version takes no arguments")
+	args, code, done := parseFlags(inv, newFlagSet("version"), inv.args, versionUsage)
+	if done {
+		return code
+	}
+	if len(args) > 0 {
+		return inv.errorf(exitUsage, "version takes no arguments (see pi-session version --help)")
 	}
 	fmt.Fprintf(inv.stdout, "pi-session %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	pi, err := findPi(inv.env)
 	if err != nil {
-		fmt.Fprintf(inv.stdout, "pi: not found: %v\n", err)
-		var pe *piError
-		errors.As(err, &pe)
-		return pe.code
+		fmt.Fprintf(inv.stdout, "pi: not found (%v)\n", err)
+		return 0
 	}
 	v, err := versionOf(ctx, inv.env, pi)
 	if err != nil {

@@ -47,7 +47,7 @@ function tmpSocket(): string {
 	return path.join(dir, "h.sock");
 }
 
-const hello = () => ({ client: "test", extension: "0", pi: "0", pid: process.pid, sessionId: "s", sessionFile: "", sessionName: "", cwd: "/", role: "primary" as const, mode: "print", subagent: false, headless: true });
+const hello = () => ({ client: "test", extension: "0", pi: "0", pid: process.pid, sessionId: "s", sessionFile: "", sessionName: "", cwd: "/", role: "main" as const, mode: "print", subagent: false, headless: true });
 
 async function until(cond: () => boolean, what: string) {
 	for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));

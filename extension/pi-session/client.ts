@@ -45,7 +45,7 @@ export type Hello = {
 	sessionFile: string;
 	sessionName: string;
 	cwd: string;
-	role: "primary" | "child";
+	role: "main" | "child";
 	mode: string;
 	subagent: boolean;
 	headless: boolean;

@@ -140,7 +140,7 @@ export default function (pi: ExtensionAPI) {
 		client = undefined;
 		footer(undefined);
 		await c?.close({ timeoutMs: 1000 });
-		if (hello?.role === "primary" && event.reason === "quit" && !process.env.PI_SESSION_SOCKET) stopServe();
+		if (hello?.role === "main" && event.reason === "quit" && !process.env.PI_SESSION_SOCKET) stopServe();
 		releaseRole(token);
 		arbiter.reset();
 	});
@@ -210,7 +210,7 @@ export default function (pi: ExtensionAPI) {
 
 	const armRelaunch = async (req: ArmRequest): Promise<{ ok: true; marker: string } | { ok: false; reason: string }> => {
 		if (!client || !hello) return { ok: false, reason: "pi-session's extension has no session yet" };
-		if (hello.role !== "primary") return { ok: false, reason: "only the primary session can relaunch pi" };
+		if (hello.role !== "main") return { ok: false, reason: "only the main session can relaunch pi" };
 		try {
 			const a = await client.call<{ marker: string }>("supervisor.armRelaunch", {
 				handoff: req.handoff,

@@ -271,7 +271,7 @@ test("controller: the fire-time checks are the authority", async () => {
 	}
 });
 
-test("controller: only an active (TUI, primary) session recaps", async () => {
+test("controller: only an active (TUI, main) session recaps", async () => {
 	const { host } = fakeHost();
 	const t = manualTimers();
 	const c = new RecapController(host, t.timers, () => 30_000);

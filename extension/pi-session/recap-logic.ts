@@ -291,7 +291,7 @@ export class RecapController {
 		this.delayMs = delayMs;
 	}
 
-	// sessionStart: recaps run for a primary session in the TUI only.
+	// sessionStart: recaps run for a main session in the TUI only.
 	sessionStart(active: boolean) {
 		this.active = active;
 		this.warned = undefined;

@@ -82,7 +82,7 @@ function fakeKit(arbiter: Arbiter) {
 		calls,
 		kit: {
 			arbiter,
-			hello: () => ({ role: "primary", subagent: false, headless: false, mode: "rpc" }),
+			hello: () => ({ role: "main", subagent: false, headless: false, mode: "rpc" }),
 			ask: async (method: string, params: any) => {
 				calls.push({ method, params });
 				if (method === "relay.config") return { result: { config: { auto: { inputMinTokens: 1000 } }, warnings: [] } };
@@ -171,8 +171,8 @@ test("the relay answers only compactions with its own marker and token", async (
 
 test("nothing is registered in a subagent or headless session", async () => {
 	for (const hello of [
-		{ role: "primary", subagent: true, headless: false },
-		{ role: "primary", subagent: false, headless: true },
+		{ role: "main", subagent: true, headless: false },
+		{ role: "main", subagent: false, headless: true },
 	]) {
 		const { f, arbiter } = await setup(hello);
 		assert.deepEqual(Object.keys(f.commands), []);

@@ -388,7 +388,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		lastRelayTokens = undefined;
 		requestAt = undefined;
 		const h = kit.hello();
-		active = !!h && !h.subagent && !h.headless && h.role === "primary";
+		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
 		register();
 		const c = await kit.ask<{ config: any; warnings: string[] }>("relay.config", {}, { timeoutMs: 3000 });

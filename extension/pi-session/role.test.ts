@@ -2,16 +2,16 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 
-test("the first session is primary, concurrent ones are children, a switch stays primary", () => {
+test("the first session is main, concurrent ones are children, a switch stays main", () => {
 	const g = {};
 	const main = {}, child = {}, next = {};
-	assert.equal(claimRole(main, g), "primary");
+	assert.equal(claimRole(main, g), "main");
 	assert.equal(claimRole(child, g), "child");
-	assert.equal(claimRole(main, g), "primary");
+	assert.equal(claimRole(main, g), "main");
 	releaseRole(child, g); // a child's shutdown frees nothing
 	assert.equal(claimRole(child, g), "child");
 	releaseRole(main, g); // /new, /resume, fork: shutdown then start
-	assert.equal(claimRole(next, g), "primary");
+	assert.equal(claimRole(next, g), "main");
 });
 
 test("subagent names and headless modes", () => {

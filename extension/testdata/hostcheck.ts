@@ -9,7 +9,7 @@ const fail = (msg: string) => {
 };
 const c = new Client({
 	connect: async () => sock,
-	hello: () => ({ client: "extension", extension: "check", pi: "0", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: process.cwd(), role: "primary", mode: "print", subagent: false, headless: true }),
+	hello: () => ({ client: "extension", extension: "check", pi: "0", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: process.cwd(), role: "main", mode: "print", subagent: false, headless: true }),
 });
 c.start();
 if (!(await c.ready())) fail("not connected: " + c.lastError?.message);

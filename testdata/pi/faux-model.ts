@@ -121,10 +121,11 @@ function logRequest(n: number, messages: any[]) {
 	fs.appendFileSync(log, JSON.stringify({ n, pid: process.pid, messages, tools }) + "\n", { mode: 0o600 });
 }
 
-// The demo's build log: about 1.6 MB with a few ERROR lines, from pi's own
-// bash tool.
-const DEMO_LOG_COMMAND =
-	"awk 'BEGIN{for(i=1;i<=20000;i++){printf \"build step %05d: compiling module_%d with -O2 -Wall ... ok\\n\", i, i%300; if(i%4999==0) printf \"build step %05d: ERROR linker: undefined reference to symbol_%d\\n\", i, i}}'";
+// The demo's build log comes from pi's own bash tool running the command
+// demo/run.sh passes in FAUX_DEMO_LOG_COMMAND; run.sh measures its size
+// (FAUX_DEMO_LOG_SIZE), so no figure is written here by hand.
+const DEMO_LOG_COMMAND = process.env.FAUX_DEMO_LOG_COMMAND ?? "echo 'FAUX_DEMO_LOG_COMMAND is not set: run make demo'";
+const DEMO_LOG_SIZE = process.env.FAUX_DEMO_LOG_SIZE ?? "large";
 
 // demoStep is the demo's model: friendly answers, a handoff that continues
 // in a fresh process, and a large build log that the offload engine keeps
@@ -224,7 +225,7 @@ function demoAnswer(user: string): string {
 	return [
 		`(scripted demo model, offline) You said: "${user.trim()}".`,
 		"pi is running under pi-session: a PTY it owns, your keys and window size passed through.",
-		"Type \"show me the build log\" to see a 1.6 MB tool result kept out of context and read back by handle.",
+		`Type "show me the build log" to see a ${DEMO_LOG_SIZE} tool result kept out of context and read back by handle.`,
 		"Type /handoff to write a handoff and watch pi-session relaunch pi into a fresh process that continues from it; /quit leaves.",
 	].join("\n\n");
 }

@@ -55,7 +55,7 @@ async function raw(): Promise<void> {
 
 const c = new Client({
 	connect: async () => process.env.HOST_SOCKET!,
-	hello: () => ({ client: "bench", extension: "bench", pi: "", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: "/", role: "primary", mode: "print", subagent: false, headless: true }),
+	hello: () => ({ client: "bench", extension: "bench", pi: "", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: "/", role: "main", mode: "print", subagent: false, headless: true }),
 	timeoutMs: 60_000,
 });
 c.start();

@@ -22,7 +22,7 @@ function stats(us: number[]) {
 async function engine() {
 	const c = new Client({
 		connect: async () => process.env.HOST_SOCKET!,
-		hello: () => ({ client: "bench", extension: "bench", pi: "", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: "/", role: "primary", mode: "print", subagent: false, headless: true }),
+		hello: () => ({ client: "bench", extension: "bench", pi: "", pid: process.pid, sessionId: "", sessionFile: "", sessionName: "", cwd: "/", role: "main", mode: "print", subagent: false, headless: true }),
 	});
 	c.start();
 	if (!(await c.ready())) throw new Error("not connected: " + c.lastError?.message);
