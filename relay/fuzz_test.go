@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,6 +66,32 @@ func FuzzRecallArgs(f *testing.F) {
 		a := ParseRecallArgs(json.RawMessage(s))
 		if a.Limit < 1 || a.Limit > MaxLimit || a.Offset < 0 {
 			t.Fatalf("ParseRecallArgs(%q) = %+v", s, a)
+		}
+	})
+}
+
+// FuzzIndex: any JSON text indexed in a few documents is found as the
+// brute-force oracle finds it, for any query, and nothing panics.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte(`"ember cache export function"`), []byte(`[{"type":"text","text":"HTTPServer utf8Len emberCache"}]`), "ember")
+	f.Add([]byte(`{"command":"grep x","output":"l\u00e9t\ud83d\ude00 1234567 deadbeef1234abcd"}`), []byte(`"Über straße"`), "deadbeef1234abcd über")
+	f.Add([]byte(`[{"type":"image","data":"AAAA"}]`), []byte(`"`+strings.Repeat("long", 20)+`"`), "image long")
+	f.Fuzz(func(t *testing.T, a, b []byte, q string) {
+		raws := [][]byte{a, b, a}
+		ix := NewIndex()
+		for i, raw := range raws {
+			ix.add(int32(i), -1, raw)
+		}
+		terms := ParseQuery(q)
+		want := newOracle(raws).search(terms)
+		hits := ix.search(terms, &scope{ok: func(doc) bool { return true }}, func(doc, QueryTerm) bool { return true })
+		if len(hits) != len(want) {
+			t.Fatalf("query %q: %d hits, the oracle %d", q, len(hits), len(want))
+		}
+		for _, h := range hits {
+			if s, ok := want[int(h.doc.entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
+				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, h.doc.entry, h.score, s, ok)
+			}
 		}
 	})
 }

@@ -417,8 +417,14 @@ func (w *textWalker) value(i int, skip bool) int {
 			i = w.value(i, skip)
 		}
 	default:
-		// A number or a literal: not text.
+		// A number or a literal: not text. A stray '}' in an array (JSON
+		// the session reader would refuse) is skipped, so the walk always
+		// moves on.
+		start := i
 		for i < len(raw) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' {
+			i++
+		}
+		if i == start {
 			i++
 		}
 		return i
