@@ -56,19 +56,20 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 		*ix = *NewIndex()
 		ix.file = f
 	}
-	if len(f.Entries)-ix.n > 20000 {
+	end, size := ix.n, 0
+	for end < len(f.Entries) && (budget < 0 || size < budget) {
+		size += len(f.Entries[end].Raw)
+		end++
+	}
+	if size > 4<<20 {
 		// A large build allocates a lot for what it keeps: collect
 		// garbage sooner, so the peak stays near what is kept.
 		defer debug.SetGCPercent(debug.SetGCPercent(20))
 	}
-	read := 0
-	for ix.n < len(f.Entries) && (budget < 0 || read < budget) {
-		e := f.Entries[ix.n]
-		read += len(e.Raw)
-		if raw, target := docText(f, e); raw != nil {
+	for ; ix.n < end; ix.n++ {
+		if raw, target := docText(f, f.Entries[ix.n]); raw != nil {
 			ix.add(int32(ix.n), target, raw)
 		}
-		ix.n++
 	}
 	return ix.n == len(f.Entries)
 }
