@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pi-session/pi-session/session"
 )
 
 // TestNoteMemberOrder: the note reads members where pi writes them first
@@ -64,13 +63,7 @@ func TestKeptFrom(t *testing.T) {
 	later := b.assistant("a later answer")
 	omitted := b.user("a message the user takes back")
 	b.add("-", "context_edit", map[string]any{"targetId": omitted, "replacement": nil})
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	b.write(path)
-	f, err := session.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	branch, _ := f.Branch("")
+	_, _, branch := b.open()
 	tests := []struct {
 		name, pi string
 		tail     int
@@ -92,9 +85,7 @@ func TestKeptFrom(t *testing.T) {
 	nb := newBuilder(t)
 	nb.assistant("an answer without a question")
 	a2 := nb.assistant("another")
-	nb.write(path)
-	f, _ = session.Open(path)
-	branch, _ = f.Branch("")
+	_, _, branch = nb.open()
 	if got := KeptFrom(branch, a2, 48000); got != a2 {
 		t.Errorf("without a user message: KeptFrom = %s, want pi's %s", got, a2)
 	}
@@ -128,13 +119,7 @@ func TestGatherAgentLaunches(t *testing.T) {
 	call("c5", "edit", map[string]any{"path": "a.go", "edits": []any{}})
 	result("c5", "edit", "ok", nil)
 	kept := b.user("and now?")
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	b.write(path)
-	f, err := session.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	branch, _ := f.Branch("")
+	_, f, branch := b.open()
 	facts := Gather(f.Header, branch, kept)
 	want := []Subagent{
 		{ID: "ag-1", Type: "profiler", Description: "profile the linker", State: "running", Running: true, Worktree: "/home/u/repo/.pi/worktrees/prof", Started: "2026-12-01T10:02:00.000Z"},

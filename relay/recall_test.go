@@ -72,6 +72,23 @@ func (b *builder) write(path string) {
 	}
 }
 
+// open writes the session to a temporary file and reads it back: the
+// file's path, the File, and its branch to the last entry.
+func (b *builder) open() (string, *session.File, []*session.Entry) {
+	b.t.Helper()
+	path := filepath.Join(b.t.TempDir(), "s.jsonl")
+	b.write(path)
+	f, err := session.Open(path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	branch, err := f.Branch("")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return path, f, branch
+}
+
 // recallSession builds a session in which most entries left the context
 // through a relay-like compaction; some were omitted or replaced with
 // context_edit, and one lies on an abandoned branch.
@@ -450,8 +467,7 @@ func TestRecallImages(t *testing.T) {
 	}, "timestamp": 1}})
 	kept := b.user("next")
 	b.add("-", "compaction", map[string]any{"summary": "note", "firstKeptEntryId": kept, "tokensBefore": 10})
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	b.write(path)
+	path, _, _ := b.open()
 	e := New(Options{AgentDir: t.TempDir()})
 	for _, args := range []map[string]any{{"query": "ember chart"}, {"entryId": img}} {
 		got := recallText(t, e, path, args)
@@ -473,8 +489,7 @@ func TestRecallPayloadsVisible(t *testing.T) {
 	b.add("-", "context_edit", map[string]any{"targetId": gone, "replacement": nil})
 	kept := b.user("next")
 	b.add("-", "compaction", map[string]any{"summary": "note", "firstKeptEntryId": kept, "tokensBefore": 10})
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	b.write(path)
+	path, _, _ := b.open()
 	payloads := func(ctx context.Context, cwd, sessionID string, fn func(handle, source string, size int64, data []byte) error) error {
 		for _, h := range []string{shown, hidden, "ce_000000000000000000000003"} {
 			if err := fn(h, "bash", 100, []byte("x\nquokka replica lost in "+h+"\n")); err != nil {

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,8 +62,7 @@ func TestWarmNothingLeft(t *testing.T) {
 	b := newBuilder(t)
 	b.user("hello ember")
 	b.assistant("hi")
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	b.write(path)
+	path, _, _ := b.open()
 	var calls atomic.Int32
 	e := New(Options{AgentDir: t.TempDir()})
 	defer e.Close()
