@@ -103,7 +103,7 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 				payloads = visiblePayloads(branch, payloads)
 			}
 			src.Index = e.index(path, f)
-			items = append(items, searchSource(src, terms)...)
+			items = append(items, searchSource(src, terms, a.Limit)...)
 			missing = append(missing, missingTerms(terms, src.Index))
 			return nil
 		})

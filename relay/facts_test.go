@@ -194,3 +194,27 @@ func TestGitLogs(t *testing.T) {
 		t.Errorf("RunGit outside a repository succeeded")
 	}
 }
+
+// TestNoteUsesReplacements: an entry replaced with context_edit appears in
+// the note as its replacement (a user message among the instructions and
+// the constraints, an answer as the last answer), never as it was.
+func TestNoteUsesReplacements(t *testing.T) {
+	b := newBuilder(t)
+	u := b.user("Always deploy on Fridays. Look at the build.")
+	b.add("-", "context_edit", map[string]any{"targetId": u, "replacement": map[string]any{"content": "Never deploy on Fridays. Look at the build."}})
+	a := b.assistant("The password is hunter2.")
+	b.add("-", "context_edit", map[string]any{"targetId": a, "replacement": map[string]any{"content": "The build is green."}})
+	kept := b.user("next")
+	_, f, branch := b.open()
+	note := Layout(Gather(f.Header, branch, kept), nil, nil, NoteMeta{N: 1, Path: "/n/1.md", KeptFrom: kept}, DefaultConfig().Limits)
+	for _, want := range []string{"- Never deploy on Fridays.", "Never deploy on Fridays. Look at the build.", "The build is green."} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the note lacks the replacement %q:\n%s", want, note)
+		}
+	}
+	for _, gone := range []string{"Always deploy", "hunter2"} {
+		if strings.Contains(note, gone) {
+			t.Errorf("the note shows replaced text %q:\n%s", gone, note)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -97,16 +98,17 @@ type item struct {
 	text  string
 }
 
-// searchSource finds the query's matches in one source and renders each.
-func searchSource(s Source, terms []QueryTerm) []item {
+// searchSource finds the query's matches in one source and renders the
+// first limit (the rest are counted).
+func searchSource(s Source, terms []QueryTerm, limit int) []item {
 	sc := s.scope()
 	verify := func(d doc, q QueryTerm) bool { return docHas(s.File, d, q) }
 	hits := s.Index.search(terms, sc, verify)
-	out := make([]item, 0, min(len(hits), MaxLimit))
+	out := make([]item, 0, len(hits))
 	for i, h := range hits {
 		e, id := hitEntry(s.File, h.doc)
 		it := item{score: h.score, order: int(h.doc.entry)}
-		if i < MaxLimit {
+		if i < limit {
 			var b strings.Builder
 			fmt.Fprintf(&b, "entryId %s · %s · %s", id, kindOf(s.File, h.doc), minute(e.Timestamp))
 			if !s.Current {
@@ -277,12 +279,15 @@ func docRaw(f *session.File, d doc) []byte {
 }
 
 // text returns the document's text, pieces joined by newlines; with
-// stop > 0 it may end once it holds that many bytes.
+// stop > 0, only its first stop bytes (the last character may be cut).
 func text(raw []byte, stop int) []byte {
 	var out []byte
 	walkText(raw, func(t []byte) bool {
 		if len(out) > 0 {
 			out = append(out, '\n')
+		}
+		if stop > 0 {
+			t = t[:max(min(len(t), stop-len(out)), 0)]
 		}
 		out = append(out, t...)
 		return stop <= 0 || len(out) < stop
@@ -302,34 +307,60 @@ func docHas(f *session.File, d doc, q QueryTerm) bool {
 	return found
 }
 
-// snippet is the text around the first place a query term matches: the
-// rarest-looking (longest) term first, about snippetChars on each side,
-// whitespace collapsed.
+// snippetScan bounds the text of an entry a snippet looks at to choose
+// its place.
+const snippetScan = 64 << 10
+
+// snippet is the text around the place of the entry that best shows why it
+// matched: the first match of the query term the entry holds least often
+// (the rarest, so "line 400" finds the line with 400, not the first
+// "line"), ties to the longer term; about snippetChars on each side,
+// whitespace collapsed. The place is chosen in the first snippetScan bytes
+// of the text; past them, the first match of the longest term is shown.
 func snippet(f *session.File, d doc, terms []QueryTerm) string {
 	raw := docRaw(f, d)
-	order := append([]QueryTerm(nil), terms...)
-	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && len(order[j].Text) > len(order[j-1].Text); j-- {
-			order[j], order[j-1] = order[j-1], order[j]
+	// The scanned part with the context after it, and one byte more: a
+	// snippet that does not reach the end of buf does not reach the end of
+	// the text.
+	buf := text(raw, snippetScan+4*snippetChars+1)
+	scan := buf[:min(len(buf), snippetScan)]
+	count := make([]int, len(terms))
+	first := make([][2]int, len(terms))
+	for k, q := range terms {
+		if q.Indexable {
+			continue
+		}
+		low := bytes.ToLower(scan)
+		if at := bytes.Index(low, []byte(q.Text)); at >= 0 {
+			count[k] = bytes.Count(low, []byte(q.Text))
+			first[k] = [2]int{at, at + len(q.Text)}
 		}
 	}
-	var buf []byte
-	at, end := -1, -1
-	walkText(raw, func(t []byte) bool {
-		base := len(buf)
-		if base > 0 {
-			buf = append(buf, '\n')
-			base++
+	var low []byte
+	words(scan, func(w []byte, at int) bool {
+		for k, q := range terms {
+			if q.Indexable && wordMatches(w, q, &low) {
+				if count[k] == 0 {
+					first[k] = [2]int{at, at + len(w)}
+				}
+				count[k]++
+			}
 		}
-		buf = append(buf, t...)
-		if at < 0 {
-			at, end = findTerm(buf, base, order)
-		}
-		// Stop once the match has its context after it.
-		return at < 0 || len(buf) < end+4*snippetChars
+		return true
 	})
-	if at < 0 {
-		at, end = 0, 0
+	best := -1
+	for k := range terms {
+		if count[k] > 0 && (best < 0 || count[k] < count[best] || count[k] == count[best] && len(terms[k].Text) > len(terms[best].Text)) {
+			best = k
+		}
+	}
+	var at, end int
+	if best >= 0 {
+		at, end = first[best][0], first[best][1]
+	} else {
+		at, end = matchPlace(raw, terms)
+		buf = text(raw, end+4*snippetChars+1)
+		at, end = min(at, len(buf)), min(end, len(buf))
 	}
 	lo := backRunes(buf, at, snippetChars)
 	hi := fwdRunes(buf, end, snippetChars)
@@ -343,9 +374,49 @@ func snippet(f *session.File, d doc, terms []QueryTerm) string {
 	return s
 }
 
+// wordMatches reports whether word w, or one of its parts, answers q.
+func wordMatches(w []byte, q QueryTerm, low *[]byte) bool {
+	found := false
+	emitWord(w, low, false, func(t []byte) {
+		if !found && q.matches(t) > 0 {
+			found = true
+		}
+	})
+	if !found {
+		*low = lowerInto((*low)[:0], w)
+		found = q.matches(*low) > 0
+	}
+	return found
+}
+
+// matchPlace is the byte range, in the text of raw (pieces joined by
+// newlines), of the first place a query term matches: the longest term
+// first; 0, 0 when none does.
+func matchPlace(raw []byte, terms []QueryTerm) (int, int) {
+	order := append([]QueryTerm(nil), terms...)
+	sort.SliceStable(order, func(i, j int) bool { return len(order[i].Text) > len(order[j].Text) })
+	var buf []byte
+	at, end := -1, -1
+	walkText(raw, func(t []byte) bool {
+		base := len(buf)
+		if base > 0 {
+			buf = append(buf, '\n')
+			base++
+		}
+		buf = append(buf, t...)
+		at, end = findTerm(buf, base, order)
+		return at < 0
+	})
+	if at < 0 {
+		return 0, 0
+	}
+	return at, end
+}
+
 // findTerm finds in buf[from:] the first word matching one of the terms
 // (tried in order) and returns its byte range, or -1.
 func findTerm(buf []byte, from int, order []QueryTerm) (int, int) {
+	var low []byte
 	for _, q := range order {
 		at, end := -1, -1
 		if !q.Indexable {
@@ -355,17 +426,8 @@ func findTerm(buf []byte, from int, order []QueryTerm) (int, int) {
 			continue
 		}
 		words(buf[from:], func(w []byte, i int) bool {
-			var low []byte
-			emitWord(w, &low, false, func(t []byte) {
-				if at < 0 && q.matches(t) > 0 {
-					at, end = from+i, from+i+len(w)
-				}
-			})
-			if at < 0 {
-				low = lowerInto(low[:0], w)
-				if q.matches(low) > 0 {
-					at, end = from+i, from+i+len(w)
-				}
+			if wordMatches(w, q, &low) {
+				at, end = from+i, from+i+len(w)
 			}
 			return at < 0
 		})

@@ -173,6 +173,13 @@ func TestRecallTolerant(t *testing.T) {
 			t.Errorf("recall(%q): first hit %q, want %q\n%s", tt.query, id, tt.want, got)
 		}
 	}
+	// A hit shows about 200 characters on each side of the match.
+	got := recallText(t, e, s.path, map[string]any{"query": "resolving symbol_400"})
+	_, snip, _ := strings.Cut(got, "\n    ")
+	snip, _, _ = strings.Cut(snip, "\n")
+	if !strings.Contains(snip, "symbol_400") || len([]rune(snip)) > 2*snippetChars+80 || len([]rune(snip)) < snippetChars {
+		t.Errorf("the snippet of a 30000-character entry has %d characters:\n%s", len([]rune(snip)), snip)
+	}
 	// Ranked: "ember" is in many entries; the one that says it most, in the
 	// fewest words, is first.
 	if got := recallText(t, e, s.path, map[string]any{"query": "ember"}); firstHit(got) == s.relayNote {
@@ -370,7 +377,7 @@ func TestNoteNumbering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.N != want || r.Details.NotePath != filepath.Join(agent, "context-relay", "s1", fmt.Sprintf("%d.md", want)) || !r.Details.Relay {
+		if r.N != want || r.Details.NotePath != filepath.Join(agent, "context-relay", "s1", fmt.Sprintf("%d.md", want)) || !r.Details.Relay || r.Details.Version != Version {
 			t.Errorf("note %d: %+v", want, r)
 		}
 		st, err := os.Stat(r.Details.NotePath)
