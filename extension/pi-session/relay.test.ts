@@ -195,8 +195,9 @@ test("no automatic relay until the context grew by minGrowthTokens after a relay
 
 // expirySetup arms trigger B with a model whose declared cache lives
 // ttlSeconds, as if a request just went out.
-async function expirySetup(model: any) {
+async function expirySetup(model: any, over: any = {}) {
 	const s = await setup();
+	Object.assign(s.c.ctx, over);
 	const branch = [{ type: "message", message: { role: "assistant", usage: { cacheRead: 100, cacheWrite: 0 }, timestamp: Date.now() } }];
 	s.c.ctx.model = model;
 	s.c.ctx.sessionManager.getBranch = () => branch;
@@ -217,6 +218,13 @@ test("trigger B relays before a declared cache expires; agent_start, a session s
 		await s.f.fire(event, {}, s.c.ctx);
 		await wait(400);
 		assert.equal(s.c.compact(), undefined, `${event} cleared the timer`);
+	}
+	// When it fires, it relays only while idle, with nothing queued and a
+	// context at expiryMinTokens (140k by default) or more.
+	for (const over of [{ isIdle: () => false }, { hasPendingMessages: () => true }, { getContextUsage: () => ({ tokens: 139_000 }) }, { getContextUsage: () => ({ tokens: null }) }]) {
+		const s = await expirySetup(cache, over);
+		await wait(400);
+		assert.equal(s.c.compact(), undefined, `relayed with ${Object.keys(over)[0]}: ${String(Object.values(over)[0])}`);
 	}
 	// A lifetime nobody declares (an OpenAI model without promptCache): no timer.
 	const unknown = await expirySetup({ api: "openai-completions" });
