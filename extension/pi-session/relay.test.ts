@@ -226,6 +226,14 @@ test("trigger B relays before a declared cache expires; agent_start, a session s
 		await wait(400);
 		assert.equal(s.c.compact(), undefined, `relayed with ${Object.keys(over)[0]}: ${String(Object.values(over)[0])}`);
 	}
+	// Right after a relay (the branch ends in its compaction) nothing is timed.
+	const relayed = await setup();
+	relayed.c.ctx.model = cache;
+	relayed.c.ctx.sessionManager.getBranch = () => [{ type: "message", message: { role: "assistant", usage: { cacheRead: 100 } } }, { type: "compaction" }];
+	await relayed.f.fire("before_provider_request", {}, relayed.c.ctx);
+	await relayed.f.fire("agent_settled", {}, relayed.c.ctx);
+	await wait(400);
+	assert.equal(relayed.c.compact(), undefined, "no relay right after a relay");
 	// A lifetime nobody declares (an OpenAI model without promptCache): no timer.
 	const unknown = await expirySetup({ api: "openai-completions" });
 	await wait(400);
@@ -240,4 +248,14 @@ test("/relay while pi works says so and does not compact", async () => {
 	assert.equal(busy.compact(), undefined);
 	assert.ok(busy.ui.notes.some((n: string) => n.includes("runs while pi is idle")), busy.ui.notes.join("\n"));
 	assert.equal(c.compact(), undefined);
+});
+
+test("/relay that pi cannot compact ends in an error notice and a logged failure", async () => {
+	const { f, c, k } = await setup();
+	const done = f.commands.relay.handler("", c.ctx);
+	c.compact().onError(new Error("Nothing to compact (session too small)"));
+	await done;
+	assert.ok(c.ui.notes.some((n: string) => n === "context-relay: relay failed: Nothing to compact (session too small)"), c.ui.notes.join("\n"));
+	const log = k.calls.find((x: any) => x.method === "relay.log");
+	assert.deepEqual([log?.params.trigger, log?.params.ok, log?.params.error], ["manual", false, "Nothing to compact (session too small)"]);
 });
