@@ -64,7 +64,7 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 	if size > 4<<20 {
 		// A large build allocates a lot for what it keeps: collect
 		// garbage sooner, so the peak stays near what is kept.
-		defer debug.SetGCPercent(debug.SetGCPercent(20))
+		defer debug.SetGCPercent(debug.SetGCPercent(10))
 	}
 	for ; ix.n < end; ix.n++ {
 		if raw, target := docText(f, f.Entries[ix.n]); raw != nil {
