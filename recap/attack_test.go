@@ -179,6 +179,12 @@ func attackSecrets() []secretCase {
 		{"lftp user,pass", "lftp -u deploy," + atkPass + " sftp://files.example.com", atkPass},
 		{"psexec", `psexec \\host -u admin -p ` + atkPass + ` cmd`, atkPass},
 		{"cmdkey", "cmdkey /generic:server /user:admin /pass:" + atkPass, atkPass},
+		{"ssh-keygen -N", "ssh-keygen -t ed25519 -N '" + myPass + "' -f deploy_key", myPass},
+		{"python triple quotes", "API_TOKEN = \"\"\"\n    " + fake("triple", alnum, 30) + "\n\"\"\"", fake("triple", alnum, 30)},
+		{"yaml doubled quote", "password: 'it''s-" + myPass + "'", myPass},
+		{"aws ecr get-login-password", "$ aws ecr get-login-password --region eu-west-1\n" + b64(`{"payload":"`+fake("ecrp", b64Std, 60)+`","datakey":"`+fake("ecrk", b64Std, 60)+`","version":"2","type":"DATA_KEY","expiration":1767225600}`), b64(`{"payload":"` + fake("ecrp", b64Std, 60) + `","datakey":"` + fake("ecrk", b64Std, 60))[60:100]},
+		{"box table row", "┌──────────┬──────────────────────────────────┐\n│ Key      │ Value                            │\n│ API_KEY  │ " + fake("boxrow", alnum, 32) + " │\n└──────────┴──────────────────────────────────┘", fake("boxrow", alnum, 32)},
+		{"markdown table row", "| name | value |\n|---|---|\n| STRIPE_SECRET_KEY | " + fake("mdrow", alnum, 30) + " |", fake("mdrow", alnum, 30)},
 		{"powershell securestring", `$pw = ConvertTo-SecureString "` + atkPass + `" -AsPlainText -Force`, atkPass},
 		// Credential files printed by cat.
 		{"cat .npmrc _auth", "$ cat ~/.npmrc\nregistry=https://registry.npmjs.org/\n_auth = " + npmAuth + "\nalways-auth=true", npmAuth},
@@ -281,6 +287,8 @@ var attackLookAlikes = []lookAlike{
 	{"base64 of binary", "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAGXRFWHRTb2Z0d2FyZQBBZG9iZSBJbWFnZVJlYWR5ccllPAAAAk1JREFUeNqkU01oE0EU", "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAGXRFWHRTb2Z0d2FyZQBBZG9iZSBJbWFnZVJlYWR5ccllPAAAAk1JREFUeNqkU01oE0EU"},
 	{"go test output", "ok  \tgithub.com/acme/api/auth\t0.412s\nok  \tgithub.com/acme/api/token\t(cached)", "github.com/acme/api/auth\t0.412s"},
 	{"uuid in header", "X-Request-Id: 01a22bc0-1a36-74a5-80f2-9894ba8d6c2a", "01a22bc0-1a36-74a5-80f2-9894ba8d6c2a"},
+	{"git credential prompt", "Password for 'https://jane@github.com': ", "Password for 'https://jane@github.com'"},
+	{"markdown table prose", "| option | meaning |\n|---|---|\n| token | the name of the API token to use |\n| password | required |", "| token | the name of the API token to use |\n| password | required |"},
 	{"public stripe key", "Stripe publishable key pk_test_TYooMQauvdEDq54NiTphI7jx is for the browser", "the browser"},
 	{"session id json", `{"sessionId":"01a22bc0-1a36-74a5-80f2-9894ba8d6c2a","cwd":"/work/app"}`, "01a22bc0-1a36-74a5-80f2-9894ba8d6c2a"},
 }

@@ -24,7 +24,7 @@ var (
 		"apikey", "accesskey", "secretkey", "privatekey", "authtoken", "accesstoken", "refreshtoken",
 		"sessiontoken", "apitoken", "clientsecret", "bearertoken", "idtoken", "csrftoken", "xsrftoken",
 		"authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "sharedaccesskey",
-		"accountkey", "connectionstring", "sastoken", "pat")
+		"accountkey", "connectionstring", "sastoken", "pat", "datakey")
 	// keyModifiers make a following "key" secret: "api key", "client key".
 	keyModifiers = set("api", "access", "secret", "private", "client", "auth", "master", "encryption",
 		"signing", "session", "license", "account", "storage", "shared", "service", "app", "admin",

@@ -619,6 +619,23 @@ func valueExtent(s string, i int, query bool) (start, end int, quoted bool) {
 		return i, i, false
 	}
 	c := s[i]
+	if strings.HasPrefix(s[i:], `"""`) || strings.HasPrefix(s[i:], "'''") {
+		// A triple-quoted string (Python, TOML): the value is what it holds.
+		q := s[i : i+3]
+		end = i + 3 + min(len(s)-i-3, maxValue)
+		if k := strings.Index(s[i+3:end], q); k >= 0 {
+			end = i + 3 + k
+		}
+		start = i + 3
+		for start < end && (s[start] == '\n' || s[start] == ' ' || s[start] == '\r') {
+			start++
+		}
+		e := end
+		for e > start && (s[e-1] == '\n' || s[e-1] == ' ' || s[e-1] == '\r') {
+			e--
+		}
+		return start, e, true
+	}
 	escaped := c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'')
 	if c == '"' || c == '\'' || c == '`' || escaped {
 		q := s[i : i+1]
@@ -699,6 +716,8 @@ func closeQuote(s string, i int, q string) int {
 	limit := min(len(s), i+maxValue)
 	for j := i; j < limit; j++ {
 		switch {
+		case len(q) == 1 && q != "\\" && j+1 < len(s) && s[j] == q[0] && s[j+1] == q[0] && j+2 < len(s) && !isStopByte(s[j+2]):
+			j++ // a doubled quote inside the string: YAML's 'it''s', SQL, CSV
 		case strings.HasPrefix(s[j:], q):
 			return j
 		case s[j] == '\\' && len(q) == 1:
@@ -812,7 +831,10 @@ func (f *finder) netrc() {
 		trimmed := strings.ToLower(strings.TrimSpace(line))
 		if netrcLineRE.MatchString(line) || strings.HasPrefix(trimmed, "password ") || strings.HasPrefix(trimmed, "passwd ") {
 			for _, m := range netrcRE.FindAllStringSubmatchIndex(line, -1) {
-				if v := line[m[2]:m[3]]; !placeholder(v) {
+				// The value ends the line or another netrc token follows it;
+				// else the line is prose ("Password for 'https://...':").
+				next := strings.Fields(line[m[3]:])
+				if v := line[m[2]:m[3]]; v[0] != '=' && v[0] != ':' && !placeholder(v) && (len(next) == 0 || netrcWords[strings.ToLower(next[0])]) {
 					f.add(off+m[2], off+m[3], Redacted)
 				}
 			}
@@ -821,13 +843,16 @@ func (f *finder) netrc() {
 	}
 }
 
+// netrcWords are the tokens of a netrc file.
+var netrcWords = set("machine", "default", "login", "password", "passwd", "account", "macdef", "port")
+
 // tables finds secrets in the columns of a table whose header names
 // them: a CSV or TSV file (User name,Password,Access key ID,Secret access
 // key, as AWS hands out credentials) and the Key/Value tables of vault and
 // consul.
 func (f *finder) tables() {
 	s := f.s
-	if !strings.ContainsAny(s, ",\t") && !strings.Contains(s, "Value") {
+	if !strings.ContainsAny(s, ",\t|") && !strings.Contains(s, "Value") && !strings.Contains(s, "│") {
 		return
 	}
 	for off := 0; off < len(s); {
@@ -837,6 +862,7 @@ func (f *finder) tables() {
 			off = f.tableRows(next, sep, cols)
 			continue
 		}
+		f.pairRow(off, s[off:off+n])
 		if strings.Contains(f.lower[off:off+n], "value") {
 			if fs := strings.Fields(s[off : off+n]); len(fs) == 2 && strings.EqualFold(fs[0], "key") && strings.EqualFold(fs[1], "value") {
 				off = f.keyValueRows(next)
@@ -844,6 +870,49 @@ func (f *finder) tables() {
 			}
 		}
 		off = next
+	}
+}
+
+// pairRow adds the value of a table row of two cells, a secret-like name
+// (one word) and a credential, separated by a tab or a table border (| or │):
+// "│ API_KEY │ abc123... │", "| token | ghx-... |", "DB_PASSWORD\tS3cret1".
+func (f *finder) pairRow(off int, line string) {
+	var cells [3][2]int // start and end in line of the first cells
+	n := 0
+	for i := 0; i < len(line) && n < 3; {
+		j := i
+		for j < len(line) && line[j] != '\t' && line[j] != '|' && !strings.HasPrefix(line[j:], "│") {
+			j++
+		}
+		a, b := i, j
+		for a < b && line[a] == ' ' {
+			a++
+		}
+		for b > a && (line[b-1] == ' ' || line[b-1] == '\r') {
+			b--
+		}
+		if b > a {
+			cells[n] = [2]int{a, b}
+			n++
+		}
+		switch {
+		case j >= len(line):
+			i = j
+		case line[j] == '\t' || line[j] == '|':
+			i = j + 1
+		default:
+			i = j + len("│")
+		}
+	}
+	if n != 2 || cells[0][1] == len(line) {
+		return // not two cells, or no separator at all
+	}
+	name, v := line[cells[0][0]:cells[0][1]], line[cells[1][0]:cells[1][1]]
+	if len(name) > 64 || !isName(name) || !mayNameSecret(f.lower[off+cells[0][0]:off+cells[0][1]]) || classifyKey(name) == keyPlain {
+		return
+	}
+	if !placeholder(v) && credentialLike(v) {
+		f.add(off+cells[1][0], off+cells[1][1], Redacted)
 	}
 }
 

@@ -223,7 +223,7 @@ var passwordCommands = map[string]string{
 	"ldapdelete": "w", "ldapwhoami": "w", "ldappasswd": "w", "ldapcompare": "w", "mosquitto_pub": "P",
 	"mosquitto_sub": "P", "rdesktop": "p", "openssl": "k", "smbclient": "", "curl": "", "wget": "",
 	"htpasswd": "", "influx": "p", "cqlsh": "p", "vertica": "w", "vsql": "w", "nzsql": "pw",
-	"ftp": "", "lftp": "", "git": "", "psexec": "p", "psexec.exe": "p", "gh": "",
+	"ftp": "", "lftp": "", "git": "", "psexec": "p", "psexec.exe": "p", "gh": "", "ssh-keygen": "NP",
 }
 
 // loginCommands take -p as a password only in their login subcommand
