@@ -1020,28 +1020,22 @@ func (f *finder) base64(t string, back func(a, b int) (int, int, bool)) {
 		if len(run) < 24 {
 			continue
 		}
+		var dec string
 		if isHex(run) {
 			// Hex-encoded text (xxd -p, od, a debugger); hashes and ids
 			// decode to no text and are left alone.
-			if dec, err := hex.DecodeString(run); err == nil && mostlyText(string(dec)) && len(findSecrets(string(dec), f.depth+1)) > 0 {
-				ok := true
-				if back != nil {
-					a, b, ok = back(a, b)
-				}
-				if ok {
-					f.add(a, b, Redacted)
-				}
+			b, err := hex.DecodeString(run)
+			if err != nil {
+				continue
 			}
+			dec = string(b)
+		} else if d, ok := decodeBase64(run); ok {
+			dec = d
+		}
+		if len(dec) < 12 || !mostlyText(dec) || len(findSecrets(dec, f.depth+1)) == 0 {
 			continue
 		}
-		dec, ok := decodeBase64(run)
-		if !ok || len(dec) < 12 || !mostlyText(dec) {
-			continue
-		}
-		if len(findSecrets(dec, f.depth+1)) == 0 {
-			continue
-		}
-		ok = true
+		ok := true
 		if back != nil {
 			a, b, ok = back(a, b)
 		}
@@ -1956,8 +1950,7 @@ func isDigits(s string) bool {
 
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+		if !isHexByte(s[i]) {
 			return false
 		}
 	}
