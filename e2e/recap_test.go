@@ -333,3 +333,93 @@ func TestRecapCommand(t *testing.T) {
 	tm.Submit("/recap")
 	tm.WaitFor("Enable recaps")
 }
+
+// recapSession is a session with two recap entries: a local fallback and
+// one without its payload.
+const recapSession = `{"type":"session","version":3,"id":"01a22bc0-1a36-74a5-80f2-9894ba8d6c3b","timestamp":"2026-12-01T09:18:59.639Z","cwd":"WORK"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-01T09:19:00.000Z","message":{"role":"user","content":"build it","timestamp":1}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T09:19:01.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Built."}],"api":"faux","provider":"faux","model":"faux-1","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":2}}
+{"type":"custom","id":"r1","parentId":"a1","timestamp":"2026-12-01T09:22:01.000Z","customType":"summary-recap","data":{"recap":"Built the **project** once.","next":"Run the tests.","provider":"faux-recap","model":"recap-1","reasoning":"low","fallback":true}}
+{"type":"custom","id":"r2","parentId":"r1","timestamp":"2026-12-01T09:25:01.000Z","customType":"summary-recap"}
+`
+
+// TestRecapCardsAndSettings: cards of a resumed session, a local one and
+// one whose entry lost its payload; /recap's notices when the config
+// cannot be saved, and a dismissed menu that changes nothing.
+func TestRecapCardsAndSettings(t *testing.T) {
+	t.Parallel()
+	e := pitest.NewEnv(t)
+	e.Set("FAUX_RECAP", "good")
+	session := filepath.Join(e.Work, "recaps.jsonl")
+	if err := os.WriteFile(session, []byte(strings.ReplaceAll(recapSession, "WORK", e.Work)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--session", session)...))
+	tm.WaitReady(1)
+	tm.WaitFor("Built the project once.")
+	tm.WaitFor("Next: Run the tests.")
+	tm.WaitFor("Recap unavailable")
+	tm.Type("\x0f") // ctrl+o expands
+	tm.WaitFor("faux-recap/recap-1 · low · local fallback")
+
+	// A dismissed menu writes nothing.
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	tm.Submit("/recap")
+	tm.WaitFor("Change model…")
+	tm.Type("\x03") // ctrl+c cancels a menu (a lone Esc would join the next key as Alt)
+	tm.Submit("/recap")
+	tm.WaitForCount("Change model…", 2)
+	tm.Type("\r")
+	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
+	tm.Type("\x03")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a dismissed /recap wrote %s (%v)", path, err)
+	}
+
+	// The config cannot be written: a directory holds its name.
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tm.Submit("/recap")
+	tm.WaitForCount("Disable recaps", 3)
+	tm.Type("\x1b[B\r")
+	tm.WaitFor("Could not save the private summary config.")
+	tm.Submit("/recap")
+	tm.WaitForCount("Change model…", 4)
+	tm.Type("\r")
+	tm.WaitForCount("faux-recap/recap-1 · $0.10/Mtok out", 2)
+	tm.Type("\r")
+	tm.WaitFor("Thinking Level")
+	tm.Type("\r")
+	tm.WaitFor("Could not save the private summary model config.")
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("%s holds %d entries after failed saves, want only the directory in the way", filepath.Dir(path), len(entries))
+	}
+}
+
+// TestRecapOutsideTUI: in RPC mode /recap says it needs the TUI, and a
+// settled run gets no recap (no request to the recap model, no entry, no
+// footer status) after the quiet delay.
+func TestRecapOutsideTUI(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "good", "off")
+	rpc := pitest.StartRPC(t, e.Command(pitest.Binary(t), append(e.PiArgs(), "--mode", "rpc")...))
+	mark := rpc.Prompt("/recap")
+	rpc.WaitFrom(mark, "the TUI-only notice", func(r pitest.Record) bool {
+		return r.IsNotify() && r.Str("message") == "Recap settings are only available in the TUI."
+	})
+	mark = rpc.Prompt("a task")
+	// The recap would be written 30 s after the run settled; 40 s pass.
+	time.Sleep(40 * time.Second)
+	if n := len(recapRequests(t, log)); n != 0 {
+		t.Errorf("recap requests in RPC mode = %d, want 0", n)
+	}
+	for _, r := range rpc.Records(mark) {
+		if r.IsStatus("summaries", "") {
+			t.Errorf("RPC mode set the recap status: %v", r)
+		}
+	}
+	if n := len(recapEntries(t, e)); n != 0 {
+		t.Errorf("summary-recap entries in RPC mode = %d, want 0", n)
+	}
+}

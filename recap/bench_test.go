@@ -152,7 +152,8 @@ func procKB(field string) int64 {
 
 // BenchmarkRedactAdversarial runs the redactor on 48 KB inputs built to
 // make naive scanners quadratic (runs of token prefixes, assignments,
-// unclosed quotes, tags, key headers); each should take about as long as
+// unclosed quotes, tags, key headers, escapes, table headers, YAML block
+// indicators, box borders, pipes); each should take about as long as
 // ordinary text.
 func BenchmarkRedactAdversarial(b *testing.B) {
 	cases := map[string]string{
@@ -165,6 +166,14 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 		"urls":            strings.Repeat("a://", 12000),
 		"flags":           strings.Repeat("--password ", 4300),
 		"wrapped tokens":  strings.Repeat("ghp_\n", 9600),
+		"percent escapes": strings.Repeat("%41%", 12000),
+		"hex text":        strings.Repeat("746f6b656e3d", 8000),
+		"x escapes":       strings.Repeat(`\x41`, 12000),
+		"table headers":   strings.Repeat("name,password\n", 3400),
+		"named values":    strings.Repeat("name: TOKEN value: ", 2500),
+		"yaml blocks":     strings.Repeat("token: |\n", 4800),
+		"boxes":           strings.Repeat("ghp_abc │\n│ ", 4000),
+		"echo pipes":      strings.Repeat("echo x | ", 5300),
 	}
 	for name, s := range cases {
 		b.Run(name, func(b *testing.B) {

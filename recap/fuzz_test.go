@@ -49,7 +49,10 @@ func FuzzRedact(f *testing.F) {
 	for _, c := range secretCases {
 		f.Add(c.text)
 	}
-	for _, l := range lookAlikes {
+	for _, c := range attackSecrets() {
+		f.Add(c.text)
+	}
+	for _, l := range append(append([]lookAlike{}, lookAlikes...), attackLookAlikes...) {
 		f.Add(l.text)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -28,6 +28,9 @@ type jsonFrame struct {
 	expectKey bool
 	member    keyClass // class of the current member's value
 	count     bool     // the current member's numbers are counts ("pass": 12)
+	// named is the class of the object's "value" member when another
+	// member names it: {"name": "DB_PASSWORD", "value": "..."}.
+	named keyClass
 }
 
 type jsonRedactor struct {
@@ -84,7 +87,11 @@ func (w *jsonRedactor) run() bool {
 			w.out.WriteByte(c)
 			i++
 		case c == '{' || c == '[':
-			w.stack = append(w.stack, jsonFrame{obj: c == '{', class: w.valueClass(), expectKey: c == '{'})
+			fr := jsonFrame{obj: c == '{', class: w.valueClass(), expectKey: c == '{'}
+			if fr.obj {
+				fr.named = namedClass(raw[i:])
+			}
+			w.stack = append(w.stack, fr)
 			w.out.WriteByte(c)
 			i++
 		case c == '}' || c == ']':
@@ -112,6 +119,9 @@ func (w *jsonRedactor) run() bool {
 			if n := len(w.stack); n > 0 && w.stack[n-1].obj && w.stack[n-1].expectKey {
 				top := &w.stack[n-1]
 				top.member = memberClass(top.class, s)
+				if top.named != keyPlain && strings.EqualFold(s, "value") {
+					top.member = top.named
+				}
 				top.count = passIsCount(s)
 				top.expectKey = false
 				r, k := Redact(s)
@@ -137,6 +147,50 @@ func (w *jsonRedactor) run() bool {
 		}
 	}
 	return true
+}
+
+// namedClass looks at the members of the object that starts raw (as far
+// as 4 KB) for a "name" or "key" whose value is a secret-like name, as in
+// environment lists and parameter stores ({"name": "API_TOKEN", "value":
+// "..."}, {"Name": "/prod/db/password", "Value": "..."}), and returns its
+// class.
+func namedClass(raw []byte) keyClass {
+	raw = raw[:min(len(raw), 4096)]
+	depth, expectKey, isName := 0, false, false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			depth++
+			expectKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return keyPlain
+			}
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			s, next, ok := jsonString(raw, i)
+			if !ok {
+				return keyPlain
+			}
+			i = next - 1
+			if depth != 1 {
+				continue
+			}
+			if expectKey {
+				isName = strings.EqualFold(s, "name") || strings.EqualFold(s, "key")
+				expectKey = false
+				continue
+			}
+			if isName {
+				if c := classifyKey(s); c != keyPlain {
+					return c
+				}
+			}
+		}
+	}
+	return keyPlain
 }
 
 // str writes a string value, redacted whole when its key says it is a

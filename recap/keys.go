@@ -24,7 +24,7 @@ var (
 		"apikey", "accesskey", "secretkey", "privatekey", "authtoken", "accesstoken", "refreshtoken",
 		"sessiontoken", "apitoken", "clientsecret", "bearertoken", "idtoken", "csrftoken", "xsrftoken",
 		"authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "sharedaccesskey",
-		"accountkey", "connectionstring", "sastoken", "pat")
+		"accountkey", "connectionstring", "sastoken", "pat", "datakey")
 	// keyModifiers make a following "key" secret: "api key", "client key".
 	keyModifiers = set("api", "access", "secret", "private", "client", "auth", "master", "encryption",
 		"signing", "session", "license", "account", "storage", "shared", "service", "app", "admin",
@@ -43,7 +43,7 @@ var (
 		"encoding", "algorithm", "alg", "schema", "template", "arn", "command", "cmd", "helper",
 		"store", "storage", "reset", "changed", "set", "valid", "invalid", "missing", "error", "errors",
 		"rule", "rules", "check", "strength", "age", "created", "updated", "at", "header", "headers",
-		"key", "mount", "volume", "class", "uid", "user", "username", "login")
+		"key", "mount", "volume", "class", "uid", "user", "username", "login", "fd", "sock", "socket")
 )
 
 func set(words ...string) map[string]bool {
@@ -63,13 +63,8 @@ func classifyKey(name string) keyClass {
 	last := len(words) - 1
 	class := keyPlain
 	for i, w := range words {
-		c := keyPlain
-		switch {
-		case passwordWords[w]:
-			c = keyPassword
-		case tokenWords[w]:
-			c = keyToken
-		case w == "key" && i > 0 && keyModifiers[words[i-1]]:
+		c := wordClass(w)
+		if c == keyPlain && w == "key" && i > 0 && keyModifiers[words[i-1]] {
 			c = keyToken
 		}
 		if c == keyPlain {
@@ -90,6 +85,30 @@ func classifyKey(name string) keyClass {
 		}
 	}
 	return class
+}
+
+// wordClass is the class of one word of a name: a secret word, with a
+// number after it ("password2"), in the plural ("secrets"), or ending a
+// run-together name ("adminpassword", "identitytoken").
+func wordClass(w string) keyClass {
+	w = strings.TrimRightFunc(w, unicode.IsDigit)
+	switch {
+	case passwordWords[w] || passwordWords[strings.TrimSuffix(w, "s")]:
+		return keyPassword
+	case tokenWords[w] || w == "secrets":
+		return keyToken
+	}
+	for _, suffix := range []string{"password", "passwd", "passphrase"} {
+		if strings.HasSuffix(w, suffix) {
+			return keyPassword
+		}
+	}
+	for _, suffix := range []string{"token", "secret", "apikey", "secretkey", "accesskey", "privatekey"} {
+		if strings.HasSuffix(w, suffix) && len(w) > len(suffix) {
+			return keyToken
+		}
+	}
+	return keyPlain
 }
 
 // splitWords splits a name into lowercase words at separators and at

@@ -45,6 +45,14 @@ func TestClassifyKey(t *testing.T) {
 		{"credentials", keyToken},
 		{"token_secret", keyToken},
 		{"apikey", keyToken},
+		{"DB_PASSWORD2", keyPassword},
+		{"MYSQLROOTPASSWORD", keyPassword},
+		{"adminpassword", keyPassword},
+		{"passwords", keyPassword},
+		{"identitytoken", keyToken},
+		{"webhooksecret", keyToken},
+		{"secrets", keyToken},
+		{"API_KEY_2", keyToken},
 		// Names about secrets that hold none, and look-alikes.
 		{"totalTokens", keyPlain},
 		{"max_tokens", keyPlain},
@@ -73,6 +81,9 @@ func TestClassifyKey(t *testing.T) {
 		{"bypass", keyPlain},
 		{"compass", keyPlain},
 		{"passwordless", keyPlain},
+		{"passphrase-fd", keyPlain},
+		{"SSH_AUTH_SOCK", keyPlain},
+		{"tokens", keyPlain},
 		{"", keyPlain},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,9 @@ package recap
 
 import (
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -25,7 +28,14 @@ const (
 // that splits a token in two. Names match as whole words: "totalTokens" is
 // not a token. s should be text as a person reads it (JSON-unescaped);
 // escaped text is handled as well as the rules allow.
+//
+// Text that is one JSON document (a tool printing a file or an API's
+// answer) is redacted as JSON, with [RedactJSON], so that its keys name
+// the values under them.
 func Redact(s string) (string, int) {
+	if t := strings.TrimSpace(s); len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		return RedactJSON([]byte(s))
+	}
 	hits := findSecrets(s, 0)
 	if len(hits) == 0 {
 		return s, 0
@@ -86,8 +96,11 @@ func findSecrets(s string, depth int) []hit {
 	f.xmlTags()
 	f.bearer()
 	f.netrc()
+	f.tables()
 	f.flags()
 	f.base64(s, nil)
+	f.percent()
+	f.xEscapes()
 	f.joined()
 	return f.hits
 }
@@ -218,20 +231,29 @@ func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
 		}
 	}
 	// A token starts a word: try the rules whose prefix starts with the
-	// word's first byte. After a match the scan goes on at its end, so a
+	// word's first byte (or, after an escape that ends a word, \n or %3D,
+	// the byte after it). After a match the scan goes on at its end, so a
 	// run of prefixes (sk-sk-sk-...) costs one match, not one each.
-	for i := 0; i < len(t); i++ {
-		rs := rulesByFirst[t[i]]
-		if len(rs) == 0 || i > 0 && isWordByte(t[i-1]) {
-			continue
+	var skip map[int]int // a rule whose check failed is not tried again inside that match
+	try := func(i int) int {
+		if i+1 >= len(t) || !mayStart(t[i], t[i+1]) {
+			return 0
 		}
 		end := 0
-		for _, ri := range rs {
+		for _, ri := range rulesByFirst[t[i]] {
 			r := &tokenRules[ri]
-			if !strings.HasPrefix(t[i:], r.prefix) {
+			if !strings.HasPrefix(t[i:], r.prefix) || skip[ri] > i {
 				continue
 			}
-			if m := r.rx.FindStringIndex(t[i:]); m != nil {
+			m := r.rx.FindStringIndex(t[i:])
+			if m != nil && r.check != nil && !r.check(t[i:i+m[1]]) {
+				if skip == nil {
+					skip = map[int]int{}
+				}
+				skip[ri] = i + m[1]
+				m = nil
+			}
+			if m != nil {
 				// The rest of the word goes with it: a fixed-length format
 				// followed by more characters is still a credential. (Not in
 				// the joined view, where the next line's word follows.)
@@ -243,7 +265,13 @@ func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
 				end = max(end, e)
 			}
 		}
-		if end > i {
+		return end
+	}
+	for i := 0; i+1 < len(t); i++ {
+		if !mayStart(t[i], t[i+1]) || !tokenStart(t, i) {
+			continue
+		}
+		if end := try(i); end > i {
 			i = end - 1
 		}
 	}
@@ -253,11 +281,30 @@ func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
 			continue
 		}
 		for _, m := range r.rx.FindAllStringIndex(t, -1) {
-			if m[0] == 0 || !isWordByte(t[m[0]-1]) {
+			if tokenStart(t, m[0]) && (r.check == nil || r.check(t[m[0]:m[1]])) {
 				found(m[0], m[1])
 			}
 		}
 	}
+}
+
+// tokenStart reports whether a token may start at t[i]: not inside a word,
+// except after an escape that ends one (the \n of JSON text, the %3D of a
+// percent-encoded "=").
+func tokenStart(t string, i int) bool {
+	switch {
+	case i == 0 || !isWordByte(t[i-1]):
+		return true
+	case i >= 2 && t[i-2] == '\\' && strings.IndexByte("ntr", t[i-1]) >= 0:
+		return true
+	case i >= 3 && t[i-3] == '%' && isHexByte(t[i-2]) && isHexByte(t[i-1]):
+		return true
+	}
+	return false
+}
+
+func isHexByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // urls finds passwords in URLs (scheme://user:password@host) and tokens
@@ -370,6 +417,9 @@ func (f *finder) keyValues() {
 		if mayNameSecret(f.lower[b:e]) {
 			class = classifyKey(key)
 		}
+		if class == keyPlain && strings.EqualFold(key, "value") {
+			class = namedBefore(f.lower[max(0, start-300):start])
+		}
 		if class == keyPlain {
 			if start > 0 && (s[start-1] == '?' || s[start-1] == '&') && sep == "=" && urlSecretParams[strings.ToLower(key)] {
 				class = keyToken
@@ -387,10 +437,53 @@ func (f *finder) keyValues() {
 		if class == keyPassword && passIsCount(key) && isDigits(s[v:v+valueRunLen(s[v:])]) {
 			continue // test counts: "pass": 12
 		}
+		if sep == ":" {
+			// YAML: an anchor or a tag before the value (password: &pw x,
+			// token: !!str x); a block scalar (token: |) is the lines after.
+			for v < len(s) && (s[v] == '&' || s[v] == '!') {
+				n := valueRunLen(s[v:])
+				if v+n >= len(s) || s[v+n] != ' ' {
+					break
+				}
+				v += n + 1
+			}
+			if end := f.yamlBlock(b, v, class); end > 0 {
+				off = end
+				continue
+			}
+		}
 		if end := f.value(v, class, sep, start > 0 && (s[start-1] == '?' || s[start-1] == '&')); end > off {
 			off = end // what a secret value holds is redacted with it
 		}
 	}
+}
+
+// namedRE reads a name or key member: name: DB_PASSWORD, "Name": "/prod/db/password".
+var namedRE = regexp.MustCompile(`^(?:name|key)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9_./\-]+)`)
+
+// namedBefore is the class of a "value" member given by the name or key
+// member before it in the same object or list item, in before (the text
+// up to the value's key, lower-case): env lists, parameter stores.
+func namedBefore(before string) keyClass {
+	for end := len(before); end > 0; {
+		i := max(strings.LastIndex(before[:end], "name"), strings.LastIndex(before[:end], "key"))
+		if i < 0 {
+			return keyPlain
+		}
+		end = i
+		if i > 0 && isWordByte(before[i-1]) {
+			continue
+		}
+		m := namedRE.FindStringSubmatchIndex(before[i:])
+		if m == nil {
+			continue
+		}
+		if strings.ContainsAny(before[i+m[1]:], "{}") {
+			return keyPlain
+		}
+		return classifyKey(before[i+m[2] : i+m[3]])
+	}
+	return keyPlain
 }
 
 // mayNameSecret is a quick check before classifyKey: the lower-case name
@@ -402,6 +495,47 @@ func mayNameSecret(lower string) bool {
 		}
 	}
 	return false
+}
+
+// yamlBlock adds a YAML block scalar's lines (key: | or key: >-, then
+// lines indented more than the key) when s[v] starts one, and returns
+// where it ends (0 when there is none). keyAt is the key's index.
+func (f *finder) yamlBlock(keyAt, v int, class keyClass) int {
+	s := f.s
+	n := lineLen(s[v:])
+	ind := strings.TrimRight(s[v:v+n], " \t\r")
+	if ind == "" || ind[0] != '|' && ind[0] != '>' || len(ind) > 3 || strings.Trim(ind[1:], "+-0123456789") != "" || v+n >= len(s) {
+		return 0
+	}
+	ls := strings.LastIndexByte(s[:keyAt], '\n') + 1
+	keyIndent := indentOf(s[ls:])
+	start := v + n + 1
+	end := start
+	for end < len(s) {
+		l := lineLen(s[end:])
+		line := s[end : end+l]
+		if strings.TrimSpace(line) != "" && indentOf(line) <= keyIndent {
+			break
+		}
+		end += l + 1
+	}
+	end = min(end, len(s))
+	body := strings.TrimSpace(s[start:end])
+	if body == "" || placeholder(body) || class == keyToken && !credentialLike(strings.Join(strings.Fields(body), "")) {
+		return 0
+	}
+	first := start + indentOf(s[start:])
+	last := strings.TrimRight(s[:end], " \t\r\n")
+	f.add(first, len(last), Redacted)
+	return end
+}
+
+func indentOf(line string) int {
+	n := 0
+	for n < len(line) && (line[n] == ' ' || line[n] == '\t') {
+		n++
+	}
+	return n
 }
 
 // value adds the value starting at s[i] if it is a secret for its class
@@ -485,6 +619,23 @@ func valueExtent(s string, i int, query bool) (start, end int, quoted bool) {
 		return i, i, false
 	}
 	c := s[i]
+	if strings.HasPrefix(s[i:], `"""`) || strings.HasPrefix(s[i:], "'''") {
+		// A triple-quoted string (Python, TOML): the value is what it holds.
+		q := s[i : i+3]
+		end = i + 3 + min(len(s)-i-3, maxValue)
+		if k := strings.Index(s[i+3:end], q); k >= 0 {
+			end = i + 3 + k
+		}
+		start = i + 3
+		for start < end && (s[start] == '\n' || s[start] == ' ' || s[start] == '\r') {
+			start++
+		}
+		e := end
+		for e > start && (s[e-1] == '\n' || s[e-1] == ' ' || s[e-1] == '\r') {
+			e--
+		}
+		return start, e, true
+	}
 	escaped := c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\'')
 	if c == '"' || c == '\'' || c == '`' || escaped {
 		q := s[i : i+1]
@@ -498,7 +649,7 @@ func valueExtent(s string, i int, query bool) (start, end int, quoted bool) {
 			if next > len(s) {
 				break
 			}
-			g := concatGlue(s, next)
+			g := concatGlue(s, next, false)
 			if g == 0 {
 				break
 			}
@@ -565,6 +716,8 @@ func closeQuote(s string, i int, q string) int {
 	limit := min(len(s), i+maxValue)
 	for j := i; j < limit; j++ {
 		switch {
+		case len(q) == 1 && q != "\\" && j+1 < len(s) && s[j] == q[0] && s[j+1] == q[0] && j+2 < len(s) && !isStopByte(s[j+2]):
+			j++ // a doubled quote inside the string: YAML's 'it''s', SQL, CSV
 		case strings.HasPrefix(s[j:], q):
 			return j
 		case s[j] == '\\' && len(q) == 1:
@@ -579,7 +732,7 @@ func closeQuote(s string, i int, q string) int {
 // concatGlue returns the length of what joins two string literals at s[i]
 // (after a closing quote), up to and including the next opening quote:
 // ` + "`, ` "`, `" \<newline> "`, ` ..'`; 0 if none does.
-func concatGlue(s string, i int) int {
+func concatGlue(s string, i int, adjacent bool) int {
 	j := i
 	skip := func() {
 		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
@@ -616,8 +769,8 @@ func concatGlue(s string, i int) int {
 	if j >= len(s) || (s[j] != '"' && s[j] != '\'' && s[j] != '`') {
 		return 0
 	}
-	if j == i && !op && !nl {
-		return 0 // "ab""cd" is not two literals in most languages
+	if j == i && !op && !nl && !adjacent {
+		return 0 // "ab""cd" is not two literals in most languages (it is in a shell)
 	}
 	if j+1 >= len(s) || isStopByte(s[j+1]) {
 		return 0
@@ -678,13 +831,171 @@ func (f *finder) netrc() {
 		trimmed := strings.ToLower(strings.TrimSpace(line))
 		if netrcLineRE.MatchString(line) || strings.HasPrefix(trimmed, "password ") || strings.HasPrefix(trimmed, "passwd ") {
 			for _, m := range netrcRE.FindAllStringSubmatchIndex(line, -1) {
-				if v := line[m[2]:m[3]]; !placeholder(v) {
+				// The value ends the line or another netrc token follows it;
+				// else the line is prose ("Password for 'https://...':").
+				next := strings.Fields(line[m[3]:])
+				if v := line[m[2]:m[3]]; v[0] != '=' && v[0] != ':' && !placeholder(v) && (len(next) == 0 || netrcWords[strings.ToLower(next[0])]) {
 					f.add(off+m[2], off+m[3], Redacted)
 				}
 			}
 		}
 		off += n + 1
 	}
+}
+
+// netrcWords are the tokens of a netrc file.
+var netrcWords = set("machine", "default", "login", "password", "passwd", "account", "macdef", "port")
+
+// tables finds secrets in the columns of a table whose header names
+// them: a CSV or TSV file (User name,Password,Access key ID,Secret access
+// key, as AWS hands out credentials) and the Key/Value tables of vault and
+// consul.
+func (f *finder) tables() {
+	s := f.s
+	if !strings.ContainsAny(s, ",\t|") && !strings.Contains(s, "Value") && !strings.Contains(s, "│") {
+		return
+	}
+	for off := 0; off < len(s); {
+		n := lineLen(s[off:])
+		next := off + n + 1
+		if sep, cols := tableHeader(s[off:off+n], f.lower[off:off+n]); cols != nil {
+			off = f.tableRows(next, sep, cols)
+			continue
+		}
+		f.pairRow(off, s[off:off+n])
+		if strings.Contains(f.lower[off:off+n], "value") {
+			if fs := strings.Fields(s[off : off+n]); len(fs) == 2 && strings.EqualFold(fs[0], "key") && strings.EqualFold(fs[1], "value") {
+				off = f.keyValueRows(next)
+				continue
+			}
+		}
+		off = next
+	}
+}
+
+// pairRow adds the value of a table row of two cells, a secret-like name
+// (one word) and a credential, separated by a tab or a table border (| or │):
+// "│ API_KEY │ abc123... │", "| token | ghx-... |", "DB_PASSWORD\tS3cret1".
+func (f *finder) pairRow(off int, line string) {
+	var cells [3][2]int // start and end in line of the first cells
+	n := 0
+	for i := 0; i < len(line) && n < 3; {
+		j := i
+		for j < len(line) && line[j] != '\t' && line[j] != '|' && !strings.HasPrefix(line[j:], "│") {
+			j++
+		}
+		a, b := i, j
+		for a < b && line[a] == ' ' {
+			a++
+		}
+		for b > a && (line[b-1] == ' ' || line[b-1] == '\r') {
+			b--
+		}
+		if b > a {
+			cells[n] = [2]int{a, b}
+			n++
+		}
+		switch {
+		case j >= len(line):
+			i = j
+		case line[j] == '\t' || line[j] == '|':
+			i = j + 1
+		default:
+			i = j + len("│")
+		}
+	}
+	if n != 2 || cells[0][1] == len(line) {
+		return // not two cells, or no separator at all
+	}
+	name, v := line[cells[0][0]:cells[0][1]], line[cells[1][0]:cells[1][1]]
+	if len(name) > 64 || !isName(name) || !mayNameSecret(f.lower[off+cells[0][0]:off+cells[0][1]]) || classifyKey(name) == keyPlain {
+		return
+	}
+	if !placeholder(v) && credentialLike(v) {
+		f.add(off+cells[1][0], off+cells[1][1], Redacted)
+	}
+}
+
+// tableHeader returns the separator of a table's header line and the
+// class of each column, nil when line is none: two fields or more, names
+// only (no digits), one of them secret-like.
+func tableHeader(line, lower string) (byte, []keyClass) {
+	sep := byte(',')
+	if strings.IndexByte(line, '\t') >= 0 {
+		sep = '\t'
+	} else if strings.IndexByte(line, ',') < 0 {
+		return 0, nil
+	}
+	for i := 0; i < len(line); i++ {
+		if c := line[i]; !isLetter(c) && c != sep && strings.IndexByte(" _-./():\"", c) < 0 {
+			return 0, nil // names only: a row of data has digits
+		}
+	}
+	if !mayNameSecret(lower) {
+		return 0, nil
+	}
+	fields := strings.Split(line, string(sep))
+	if len(fields) < 2 {
+		return 0, nil
+	}
+	cols := make([]keyClass, len(fields))
+	secret := false
+	for i, fl := range fields {
+		fl = strings.Trim(strings.TrimSpace(fl), `"`)
+		cols[i] = classifyKey(fl)
+		secret = secret || cols[i] != keyPlain
+	}
+	if !secret {
+		return 0, nil
+	}
+	return sep, cols
+}
+
+// tableRows adds the secret columns of the rows from s[off] on, while they
+// have the header's number of fields, and returns where the table ends.
+func (f *finder) tableRows(off int, sep byte, cols []keyClass) int {
+	s := f.s
+	for off < len(s) {
+		n := lineLen(s[off:])
+		line := s[off : off+n]
+		if strings.Count(line, string(sep))+1 != len(cols) {
+			return off
+		}
+		at := off
+		for i, fl := range strings.Split(line, string(sep)) {
+			v := strings.Trim(strings.TrimSpace(fl), `"`)
+			if c := cols[i]; c != keyPlain && v != "" && !placeholder(v) && (c == keyPassword || credentialLike(v)) {
+				k := at + strings.Index(fl, v)
+				f.add(k, k+len(v), Redacted)
+			}
+			at += len(fl) + 1
+		}
+		off += n + 1
+	}
+	return off
+}
+
+// keyValueRows adds the values of secret-like keys in the rows of a
+// Key/Value table (name, two spaces or more, value) from s[off] on, and
+// returns where the table ends.
+func (f *finder) keyValueRows(off int) int {
+	s := f.s
+	for off < len(s) {
+		n := lineLen(s[off:])
+		line := strings.TrimRight(s[off:off+n], " \r")
+		name := strings.TrimLeft(line, " ")
+		k := strings.Index(name, "  ")
+		if k < 0 {
+			return off
+		}
+		v := strings.TrimLeft(name[k:], " ")
+		if c := classifyKey(name[:k]); c != keyPlain && !placeholder(v) && (c == keyPassword || credentialLike(v)) {
+			vs := off + len(line) - len(v)
+			f.add(vs, vs+len(v), Redacted)
+		}
+		off += n + 1
+	}
+	return off
 }
 
 // base64 finds base64 runs of t whose decoded text holds a secret.
@@ -706,23 +1017,126 @@ func (f *finder) base64(t string, back func(a, b int) (int, int, bool)) {
 		}
 		b := i
 		run := t[a:b]
-		if len(run) < 24 || isHex(run) {
-			continue // hashes and ids, which decode to no text
-		}
-		dec, ok := decodeBase64(run)
-		if !ok || len(dec) < 12 || !mostlyText(dec) {
+		if len(run) < 24 {
 			continue
 		}
-		if len(findSecrets(dec, f.depth+1)) == 0 {
+		var dec string
+		if isHex(run) {
+			// Hex-encoded text (xxd -p, od, a debugger); hashes and ids
+			// decode to no text and are left alone.
+			b, err := hex.DecodeString(run)
+			if err != nil {
+				continue
+			}
+			dec = string(b)
+		} else if d, ok := decodeBase64(run); ok {
+			dec = d
+		}
+		if len(dec) < 12 || !mostlyText(dec) || len(findSecrets(dec, f.depth+1)) == 0 {
 			continue
 		}
-		ok = true
+		ok := true
 		if back != nil {
 			a, b, ok = back(a, b)
 		}
 		if ok {
 			f.add(a, b, Redacted)
 		}
+	}
+}
+
+// decodedHits searches dec, text decoded from f.s, and adds what it finds
+// there at the range of f.s it came from; at(k) is the index in f.s where
+// dec[k] starts (at(len(dec)) is where the encoded text ends).
+func (f *finder) decodedHits(dec string, at func(k int) int) {
+	for _, h := range findSecrets(dec, f.depth+1) {
+		f.add(at(h.start), at(h.end), Redacted)
+	}
+}
+
+// percent finds secrets in percent-encoded text (a URL in a query
+// parameter, a form body): each run of URL characters holding a %XX is
+// decoded and searched.
+func (f *finder) percent() {
+	s := f.s
+	if f.depth >= 2 || !strings.Contains(s, "%") {
+		return
+	}
+	for off := 0; off < len(s); {
+		k := strings.IndexByte(s[off:], '%')
+		if k < 0 {
+			return
+		}
+		p := off + k
+		off = p + 1
+		if p+2 >= len(s) || !isHexByte(s[p+1]) || !isHexByte(s[p+2]) {
+			continue
+		}
+		a, b := p, p
+		for a > 0 && isURLByte(s[a-1]) {
+			a--
+		}
+		for b < len(s) && isURLByte(s[b]) {
+			b++
+		}
+		off = b
+		var dec []byte
+		var at []int
+		for i := a; i < b; i++ {
+			at = append(at, i)
+			if s[i] == '%' && i+2 < b && isHexByte(s[i+1]) && isHexByte(s[i+2]) {
+				dec = append(dec, unhex(s[i+1])<<4|unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			dec = append(dec, s[i])
+		}
+		at = append(at, b)
+		f.decodedHits(string(dec), func(k int) int { return at[k] })
+	}
+}
+
+func isURLByte(c byte) bool {
+	return isAlnum(c) || strings.IndexByte("%._~+-/:=&?#@!$*,;[]()", c) >= 0
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// xEscapes finds secrets in text written as \xNN escapes (printf, echo -e,
+// string literals).
+func (f *finder) xEscapes() {
+	s := f.s
+	if f.depth >= 2 || !strings.Contains(s, `\x`) {
+		return
+	}
+	isEsc := func(i int) bool {
+		return i+3 < len(s) && s[i] == '\\' && s[i+1] == 'x' && isHexByte(s[i+2]) && isHexByte(s[i+3])
+	}
+	for off := 0; off < len(s); {
+		k := strings.Index(s[off:], `\x`)
+		if k < 0 {
+			return
+		}
+		a := off + k
+		b := a
+		var dec []byte
+		for isEsc(b) {
+			dec = append(dec, unhex(s[b+2])<<4|unhex(s[b+3]))
+			b += 4
+		}
+		off = max(b, a+2)
+		if len(dec) < 6 {
+			continue
+		}
+		f.decodedHits(string(dec), func(k int) int { return a + 4*k })
 	}
 }
 
@@ -784,7 +1198,7 @@ func (f *finder) joined() {
 		}
 		g := lineGlue(s, i)
 		if g == 0 && (s[i] == '"' || s[i] == '\'' || s[i] == '`') {
-			if c := concatGlue(s, i+1); c > 0 {
+			if c := concatGlue(s, i+1, true); c > 0 {
 				g = 1 + c
 			}
 		}
@@ -792,6 +1206,40 @@ func (f *finder) joined() {
 			cuts = append(cuts, cut{i, g})
 			off = i + g
 		}
+	}
+	// A token wrapped inside a box: "│ abc │\n│ def │" (box borders are
+	// searched apart: strings.IndexAny is slow with characters beyond ASCII).
+	var boxCuts []cut
+	for _, border := range []string{"│", "┃", "║"} {
+		for off := 0; off < len(s); {
+			k := strings.Index(s[off:], border)
+			if k < 0 {
+				break
+			}
+			i := off + k
+			off = i + len(border)
+			for i > 0 && s[i-1] == ' ' {
+				i--
+			}
+			if i == 0 || !isTokenByte(s[i-1]) || !mayContinue(s[:i]) {
+				continue
+			}
+			if g := boxGlue(s, i); g > 0 && i+g < len(s) && isTokenByte(s[i+g]) {
+				boxCuts = append(boxCuts, cut{i, g})
+				off = i + g
+			}
+		}
+	}
+	if len(boxCuts) > 0 {
+		cuts = append(cuts, boxCuts...)
+		slices.SortFunc(cuts, func(a, b cut) int { return a.at - b.at })
+		kept := cuts[:1]
+		for _, c := range cuts[1:] {
+			if last := kept[len(kept)-1]; c.at >= last.at+last.n {
+				kept = append(kept, c)
+			}
+		}
+		cuts = kept
 	}
 	if len(cuts) == 0 {
 		return
@@ -837,7 +1285,7 @@ func mayContinue(s string) bool {
 		return true
 	}
 	for i := 0; i < len(run); i++ {
-		if i > 0 && isWordByte(run[i-1]) {
+		if i > 0 && isWordByte(run[i-1]) || i+1 < len(run) && !mayStart(run[i], run[i+1]) {
 			continue
 		}
 		for _, ri := range rulesByFirst[run[i]] {
@@ -848,6 +1296,41 @@ func mayContinue(s string) bool {
 		}
 	}
 	return false
+}
+
+// boxGlue returns the length of a box's right border, the line break and
+// the next line's left border at s[i] (" │\n│ "), 0 if there is none.
+func boxGlue(s string, i int) int {
+	j := i
+	border := func() bool {
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		for _, b := range []string{"│", "┃", "║"} {
+			if strings.HasPrefix(s[j:], b) {
+				j += len(b)
+				for j < len(s) && s[j] == ' ' {
+					j++
+				}
+				return true
+			}
+		}
+		return false
+	}
+	if !border() {
+		return 0
+	}
+	if strings.HasPrefix(s[j:], "\r") {
+		j++
+	}
+	if j >= len(s) || s[j] != '\n' {
+		return 0
+	}
+	j++
+	if !border() {
+		return 0
+	}
+	return j - i
 }
 
 // lineGlue returns the length of a line break at s[i] that may wrap a
@@ -944,12 +1427,12 @@ func flagWordMatters(w string) bool {
 		}
 		return false
 	}
-	if strings.HasPrefix(w, "pass:") || strings.HasPrefix(w, "/p:") || strings.HasPrefix(w, "/password:") {
+	if strings.HasPrefix(w, "pass:") || strings.HasPrefix(w, "/p:") || strings.HasPrefix(w, "/pass:") || strings.HasPrefix(w, "/password:") {
 		return true
 	}
 	base := w[strings.LastIndexByte(w, '/')+1:]
 	_, ok := passwordCommands[base]
-	return ok || loginCommands[base]
+	return ok || loginCommands[base] || configCommands[base] || stdinCommands[base] || httpieCommands[base] || w == "convertto-securestring"
 }
 
 // logicalLineLen is the length of the line at the start of s, continued
@@ -971,6 +1454,7 @@ func logicalLineLen(s string) int {
 type word struct {
 	start, end int
 	brk        bool
+	pipe       bool // the separator is a pipe: the next command reads this one's output
 	quoted     bool // came in quotes: may hold a command line itself
 }
 
@@ -991,7 +1475,8 @@ func shellWords(line string, off int) []word {
 			i++
 			continue
 		case c == '|' || c == ';' || c == '&' || c == '(' || c == ')':
-			ws = append(ws, word{brk: true})
+			pipe := c == '|' && !(i+1 < len(line) && line[i+1] == '|') && !(i > 0 && line[i-1] == '|')
+			ws = append(ws, word{brk: true, pipe: pipe})
 			i++
 			continue
 		}
@@ -1016,8 +1501,15 @@ func shellWords(line string, off int) []word {
 			continue
 		}
 		end := start
+		flag := start < len(line) && line[start] == '-'
 		for end < len(line) && !strings.ContainsRune(" \t,|;&\n\r", rune(line[end])) &&
 			!(line[end] == '\\' && end+1 < len(line) && strings.IndexByte("nrt", line[end+1]) >= 0) {
+			if q := line[end]; flag && (q == '"' || q == '\'') {
+				// -p"two words": the quotes are part of the flag's word.
+				if k := strings.IndexByte(line[end+1:], q); k >= 0 {
+					end += k + 1
+				}
+			}
 			end++
 		}
 		i = max(end, start+1)
@@ -1039,6 +1531,7 @@ func (f *finder) flagLine(off int, line string) {
 func (f *finder) flagWords(ws []word, depth int) {
 	s := f.s
 	cmd, login := "", false
+	config := false // after git config, npm config set, aws configure set: a secret-named key's value follows
 	text := func(w word) string { return s[w.start:w.end] }
 	nextValue := func(i int) (word, bool) {
 		if i+1 < len(ws) && !ws[i+1].brk {
@@ -1067,9 +1560,10 @@ func (f *finder) flagWords(ws []word, depth int) {
 		}
 		f.add(start+i+1, end, Redacted)
 	}
+	f.stdinSecrets(ws, text)
 	for i, w := range ws {
 		if w.brk {
-			cmd, login = "", false
+			cmd, login, config = "", false, false
 			continue
 		}
 		t := text(w)
@@ -1078,12 +1572,26 @@ func (f *finder) flagWords(ws []word, depth int) {
 			f.flagWords(shellWords(t, w.start), depth+1)
 		}
 		base := t[strings.LastIndexByte(t, '/')+1:]
-		if _, ok := passwordCommands[base]; ok || loginCommands[base] {
-			cmd, login = base, false
+		if _, ok := passwordCommands[base]; ok || loginCommands[base] || configCommands[base] || httpieCommands[base] {
+			cmd, login, config = base, false, false
 			continue
 		}
 		if t == "login" && loginCommands[cmd] {
 			login = true
+			continue
+		}
+		if (t == "config" || t == "configure") && configCommands[cmd] {
+			config = true
+			continue
+		}
+		if config && t[0] != '-' && t != "set" {
+			// git config user.password x, npm config set //host/:_authToken x
+			if class := classifyKey(t); class != keyPlain {
+				if v, ok := nextValue(i); ok {
+					secretValue(class, v.start, v.end)
+				}
+			}
+			config = false
 			continue
 		}
 		lower := strings.ToLower(t)
@@ -1094,8 +1602,17 @@ func (f *finder) flagWords(ws []word, depth int) {
 		case strings.HasPrefix(lower, "/p:"):
 			secretValue(keyPassword, w.start+3, w.end)
 			continue
+		case strings.HasPrefix(lower, "/pass:"):
+			secretValue(keyPassword, w.start+6, w.end)
+			continue
 		case strings.HasPrefix(lower, "/password:"):
 			secretValue(keyPassword, w.start+10, w.end)
+			continue
+		case lower == "convertto-securestring":
+			// ConvertTo-SecureString "secret" -AsPlainText
+			if v, ok := nextValue(i); ok {
+				secretValue(keyPassword, v.start, v.end)
+			}
 			continue
 		}
 		if len(t) < 2 || t[0] != '-' || t[len(t)-1] == ':' {
@@ -1114,8 +1631,31 @@ func (f *finder) flagWords(ws []word, depth int) {
 				userPass(vs, w.end, ':')
 				continue
 			}
-			if class := classifyKey(fname); class != keyPlain {
+			if class := classifyKey(fname); class != keyPlain && !plainAssignment(s[vs:w.end]) {
 				secretValue(class, vs, w.end)
+			}
+			continue
+		}
+		switch {
+		case cmd == "curl" && t == "-b":
+			// curl -b 'name=value; other=value': the values are cookies.
+			if v, ok := nextValue(i); ok {
+				f.cookieValues(v.start, v.end)
+			}
+			continue
+		case cmd == "gh" && (t == "-b" || t == "--body") && strings.Contains(s[ws[0].start:w.start], "secret"):
+			// gh secret set NAME --body value
+			if v, ok := nextValue(i); ok {
+				secretValue(keyPassword, v.start, v.end)
+			}
+			continue
+		case httpieCommands[cmd] && t == "-a", cmd == "lftp" && t == "-u":
+			if v, ok := nextValue(i); ok {
+				if cmd == "lftp" && v.end < len(s) && s[v.end] == ',' && i+2 < len(ws) && !ws[i+2].brk {
+					secretValue(keyPassword, ws[i+2].start, ws[i+2].end) // lftp -u user,password
+				} else {
+					userPass(v.start, v.end, ':')
+				}
 			}
 			continue
 		}
@@ -1164,10 +1704,91 @@ func (f *finder) flagWords(ws []word, depth int) {
 			continue // -p of mkdir, docker run, ssh: not a password
 		}
 		if class := classifyKey(name); class != keyPlain {
-			if v, ok := nextValue(i); ok {
+			if v, ok := nextValue(i); ok && !plainAssignment(text(v)) {
 				secretValue(class, v.start, v.end)
 			}
 		}
+	}
+}
+
+// plainAssignment reports whether a flag's value is itself name=value with
+// a name that is no secret (docker build --secret id=npmrc,src=...): the
+// assignments are searched on their own.
+func plainAssignment(v string) bool {
+	k, _, ok := strings.Cut(v, "=")
+	return ok && isName(k) && classifyKey(k) == keyPlain
+}
+
+// cookieValues adds the values of name=value pairs in s[start:end].
+func (f *finder) cookieValues(start, end int) {
+	for i := start; i < end; {
+		j := i + strings.IndexByte(f.s[i:end]+";", ';')
+		if eq := strings.IndexByte(f.s[i:j], '='); eq >= 0 {
+			if v := strings.TrimSpace(f.s[i+eq+1 : j]); v != "" && !placeholder(v) {
+				f.add(i+eq+1, j, Redacted)
+			}
+		}
+		i = j + 1
+	}
+}
+
+// stdinSecrets finds a secret given on the standard input of a command
+// that reads one there: echo secret | docker login --password-stdin,
+// echo secret | sudo -S ..., echo user:secret | chpasswd.
+func (f *finder) stdinSecrets(ws []word, text func(word) string) {
+	for i := 0; i < len(ws); i++ {
+		if ws[i].brk {
+			continue
+		}
+		if t := text(ws[i]); t != "echo" && t != "printf" {
+			continue
+		}
+		// The words given to echo, then the command after the pipe.
+		a := i + 1
+		b := a
+		for b < len(ws) && !ws[b].brk {
+			b++
+		}
+		if b >= len(ws) || !ws[b].pipe {
+			i = b
+			continue
+		}
+		c := b + 1
+		e := c
+		reads, sudo := false, false
+		var cmd string
+		for ; e < len(ws) && !ws[e].brk; e++ {
+			t := text(ws[e])
+			base := t[strings.LastIndexByte(t, '/')+1:]
+			switch {
+			case e == c && base == "sudo":
+				sudo = true
+			case sudo && cmd == "" && (t == "-S" || t == "--stdin"):
+				reads = true // sudo reads the password
+			case strings.HasPrefix(t, "-"):
+			case cmd == "":
+				cmd = base
+			}
+			if t == "--password-stdin" || t == "--with-token" || cmd == "passwd" && t == "--stdin" || base == "chpasswd" {
+				reads = true
+			}
+		}
+		if reads {
+			for _, w := range ws[a:b] {
+				v := text(w)
+				if v == "" || v[0] == '-' || placeholder(v) {
+					continue
+				}
+				if cmd == "chpasswd" {
+					if k := strings.IndexByte(v, ':'); k >= 0 {
+						f.add(w.start+k+1, w.end, Redacted)
+						continue
+					}
+				}
+				f.add(w.start, w.end, Redacted)
+			}
+		}
+		i = b
 	}
 }
 
@@ -1237,11 +1858,49 @@ func placeholder(v string) bool {
 			return true
 		}
 	}
+	if pathLike(v) {
+		return true // PWD=/work/app, GOOGLE_APPLICATION_CREDENTIALS=~/sa.json
+	}
 	// A call: get_password(), readSecret("x").
 	if i := strings.IndexByte(v, '('); i > 0 && strings.HasSuffix(v, ")") && isName(v[:i]) {
 		return true
 	}
 	return false
+}
+
+// pathLike reports whether v is a file path rather than a secret: it
+// starts with ~/, ./, ../, a drive letter, or / and a lower-case directory
+// name, holds only path characters, and none of its names is a random
+// string (a base64 secret can start with a slash, as 1 in 64 AWS keys do).
+func pathLike(v string) bool {
+	rest := ""
+	switch {
+	case strings.HasPrefix(v, "~/"), strings.HasPrefix(v, "./"):
+		rest = v[2:]
+	case strings.HasPrefix(v, "../"):
+		rest = v[3:]
+	case len(v) > 3 && isLetter(v[0]) && v[1] == ':' && v[2] == '\\':
+		rest = strings.ReplaceAll(v[3:], `\`, "/")
+	case strings.HasPrefix(v, "/"):
+		first, after, ok := strings.Cut(v[1:], "/")
+		if !ok || first == "" || len(first) > 12 || strings.IndexFunc(first, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
+			return first == "Users" && ok && pathLike("~/"+after)
+		}
+		rest = after
+	default:
+		return false
+	}
+	for _, name := range strings.Split(rest, "/") {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; !isAlnum(c) && strings.IndexByte("._-@+", c) < 0 {
+				return false
+			}
+		}
+		if len(name) >= 16 && credentialLike(name) && !strings.ContainsAny(name, ".-_") {
+			return false
+		}
+	}
+	return true
 }
 
 // isProse reports whether an unquoted value after "key:" reads as the
@@ -1291,8 +1950,7 @@ func isDigits(s string) bool {
 
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+		if !isHexByte(s[i]) {
 			return false
 		}
 	}

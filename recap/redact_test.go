@@ -239,6 +239,18 @@ func leaked(out, secret string) bool {
 // test: the user's message, a bash call's command and its output.
 func runSession(t testing.TB, user, command, output string) *session.File {
 	t.Helper()
+	f, err := session.Parse(strings.NewReader(sessionText(user, command, output)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Diagnostics) > 0 {
+		t.Fatalf("test session: %v", f.Diagnostics)
+	}
+	return f
+}
+
+// sessionText is runSession's file.
+func sessionText(user, command, output string) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	lines := []string{
 		`{"type":"session","version":3,"id":"01a22bc0-0000-7000-8000-000000000001","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/w"}`,
@@ -247,14 +259,7 @@ func runSession(t testing.TB, user, command, output string) *session.File {
 		`{"type":"message","id":"a0000003","parentId":"a0000002","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":` + q(output) + `}],"isError":false,"timestamp":3}}`,
 		`{"type":"message","id":"a0000004","parentId":"a0000003","timestamp":"2026-12-01T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop","timestamp":4}}`,
 	}
-	f, err := session.Parse(strings.NewReader(strings.Join(lines, "\n") + "\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Diagnostics) > 0 {
-		t.Fatalf("test session: %v", f.Diagnostics)
-	}
-	return f
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // prompt is what the recap model would receive for f's whole branch.
@@ -273,11 +278,13 @@ func prompt(t testing.TB, f *session.File) string {
 // same way. It reports how many secrets reach the prompt (goal: none) and
 // how many look-alikes are removed, and fails on any.
 func TestRedactionSuite(t *testing.T) {
-	if len(secretCases) < 60 {
-		t.Fatalf("the suite has %d secret shapes, want at least 60", len(secretCases))
+	secrets := append(append([]secretCase{}, secretCases...), attackSecrets()...)
+	looks := append(append([]lookAlike{}, lookAlikes...), attackLookAlikes...)
+	if len(secrets) < 60 {
+		t.Fatalf("the suite has %d secret shapes, want at least 60", len(secrets))
 	}
 	leaks, checks := 0, 0
-	for _, c := range secretCases {
+	for _, c := range secrets {
 		if !strings.Contains(c.text, c.secret) && !strings.Contains(strings.ReplaceAll(c.text, "\n", ""), c.secret) {
 			t.Fatalf("%s: the text does not hold the secret %q", c.name, c.secret)
 		}
@@ -299,7 +306,7 @@ func TestRedactionSuite(t *testing.T) {
 		}
 	}
 	removed, kept := 0, 0
-	for _, l := range lookAlikes {
+	for _, l := range looks {
 		for _, p := range []struct {
 			where string
 			out   string
@@ -317,7 +324,7 @@ func TestRedactionSuite(t *testing.T) {
 		}
 	}
 	t.Logf("redaction suite: %d secret shapes in %d placements: %d reach the prompt; %d look-alikes in %d placements: %d removed",
-		len(secretCases), checks, leaks, len(lookAlikes), kept+removed, removed)
+		len(secrets), checks, leaks, len(looks), kept+removed, removed)
 }
 
 func first(s string, _ int) string { return s }

@@ -1,6 +1,9 @@
 package recap
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // tokenRules match the credential formats of common clouds and services
 // by their fixed prefixes and lengths. The prefixes follow gitleaks'
@@ -30,7 +33,8 @@ var tokenRules = []tokenRule{
 	{re: `sk_(?:live|test|prod)_[A-Za-z0-9]{10,}`}, {re: `rk_(?:live|test|prod)_[A-Za-z0-9]{10,}`},
 	{re: `whsec_[A-Za-z0-9+/=]{24,}`},
 	// OpenAI, Anthropic, OpenRouter, DeepSeek and the other sk- keys.
-	{re: `sk-(?:ant-(?:api|admin|sid)\d\d-|proj-|svcacct-|admin-|or-v1-|None-|lf-)?[A-Za-z0-9_\-]{20,}`},
+	// (Random, so never only lower-case words: sk-learn-compatible-wrapper is a name.)
+	{re: `sk-(?:ant-(?:api|admin|sid)\d\d-|proj-|svcacct-|admin-|or-v1-|None-|lf-)?[A-Za-z0-9_\-]{20,}`, check: notWords},
 	// Google API keys, OAuth client secrets and access tokens.
 	{re: `AIza[0-9A-Za-z_\-]{35}`},
 	{re: `GOCSPX-[0-9A-Za-z_\-]{28}`},
@@ -46,7 +50,7 @@ var tokenRules = []tokenRule{
 	{re: `key-[0-9a-f]{32}`},
 	{re: `[0-9a-f]{32}-us\d{1,2}`, needle: "-us"},
 	{re: `SK[0-9a-fA-F]{32}`},
-	{re: `\d{8,10}:AA[0-9A-Za-z_\-]{33}`, needle: ":AA"},
+	{re: `(?:bot)?\d{8,10}:AA[0-9A-Za-z_\-]{33}`, needle: ":AA"},
 	{re: `dapi[a-f0-9]{32}(?:-\d)?`},
 	// age, HashiCorp Vault, Doppler, Linear, Postman, Grafana, Supabase.
 	{re: `AGE-SECRET-KEY-1[0-9A-Z]{58}`},
@@ -73,6 +77,54 @@ var tokenRules = []tokenRule{
 	{re: `v1\.0-[a-f0-9]{24}-[a-f0-9]{146}`},
 	{re: `fm[12][ar]?_[a-zA-Z0-9+/]{100,}={0,3}`},
 	{re: `HRKU-AA[0-9a-zA-Z_\-]{58}`},
+	// Alibaba, Artifactory, Clojars, Contentful, Defined Networking, Duffel,
+	// Dynatrace, EasyPost, Flutterwave, Frame.io, Harness, Infracost, 42.
+	{re: `LTAI[A-Za-z0-9]{20}`},
+	{re: `AKCp[A-Za-z0-9]{69}`}, {re: `cmVmd[A-Za-z0-9]{59}`},
+	{re: `CLOJARS_[A-Za-z0-9]{60}`},
+	{re: `CFPAT-[A-Za-z0-9_\-]{43}`},
+	{re: `dnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}`},
+	{re: `duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}`},
+	{re: `dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}`},
+	{re: `EZ[AT]K[A-Za-z0-9]{54}`},
+	{re: `FLW(?:PUB|SEC)K(?:_TEST)?-[a-fA-F0-9]{32}-X`},
+	{re: `fio-u-[A-Za-z0-9_\-=]{64}`},
+	{re: `pat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}`}, {re: `sat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}`},
+	{re: `ico-[A-Za-z0-9]{32}`},
+	{re: `s-s4t2(?:ud|af)-[a-f0-9]{64}`},
+	// New Relic, Octopus Deploy, OpenShift, Plaid, PlanetScale, Prefect,
+	// ReadMe, RubyGems, Scalingo, Brevo, SettleMint, Shippo, SonarQube,
+	// Sourcegraph, Typeform, Yandex, 1Password, Notion, Figma, Mapbox.
+	{re: `NRAK-[A-Z0-9]{27}`}, {re: `NRJS-[a-f0-9]{19}`}, {re: `NRII-[A-Za-z0-9_\-]{32}`},
+	{re: `API-[A-Z0-9]{26}`},
+	{re: `sha256~[A-Za-z0-9_\-]{43}`},
+	{re: `access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`},
+	{re: `pscale_(?:tkn|oauth|pw)_[A-Za-z0-9=._\-]{32,64}`},
+	{re: `pnu_[A-Za-z0-9]{36}`},
+	{re: `rdme_[a-z0-9]{70}`},
+	{re: `rubygems_[a-f0-9]{48}`},
+	{re: `tk-us-[A-Za-z0-9_\-]{48}`},
+	{re: `xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}`}, {re: `xsmtpsib-[a-f0-9]{64}-[A-Za-z0-9]{16}`},
+	{re: `sm_(?:pat|aat|sat)_[A-Za-z0-9]{16}`},
+	{re: `shippo_(?:live|test)_[a-fA-F0-9]{40}`},
+	{re: `sq[upa]_[a-f0-9]{40}`},
+	{re: `sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}`},
+	{re: `tfp_[A-Za-z0-9_\-.=]{59}`},
+	{re: `AQVN[A-Za-z0-9_\-]{35,38}`}, {re: `t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2}`},
+	{re: `ops_eyJ[A-Za-z0-9+/]{250,}={0,3}`},
+	{re: `ntn_[0-9]{11}[A-Za-z0-9]{35}`}, {re: `secret_[A-Za-z0-9]{43}`},
+	{re: `figd_[A-Za-z0-9_\-]{40}`},
+	{re: `sk\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]{20,}`},
+	// Twitter app bearer tokens, Discord bot tokens (their first part is the
+	// bot's id, a decimal number, in base64), Discord and Teams webhooks.
+	{re: `AAAAAAAAAAAAAAAAAAAAA[A-Za-z0-9%]{40,}`},
+	{re: `MT[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`}, {re: `Mj[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`},
+	{re: `Mz[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`}, {re: `ND[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`},
+	{re: `NT[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`}, {re: `Nj[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`},
+	{re: `Nz[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`}, {re: `OD[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`},
+	{re: `OT[A-Za-z0-9_\-]{22,26}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}`},
+	{re: `discord\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{60,}`}, {re: `discordapp\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{60,}`},
+	{re: `webhook\.office\.com/webhookb2/[A-Za-z0-9\-@]{36,80}/IncomingWebhook/[a-f0-9]{32}/[a-f0-9\-]{36}`},
 	// Azure AD client secrets.
 	{re: `[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.\-]{31,34}`, needle: "Q~"},
 	// JSON web tokens (the signature may be missing or cut).
@@ -82,9 +134,22 @@ var tokenRules = []tokenRule{
 // tokenRule is one provider format.
 type tokenRule struct {
 	re     string
-	needle string         // a substring the text must hold for the rule to run
-	rx     *regexp.Regexp // re, anchored at the start when it has a literal prefix
-	prefix string         // the literal prefix of re
+	needle string            // a substring the text must hold for the rule to run
+	check  func(string) bool // when set, a match must pass it
+	rx     *regexp.Regexp    // re, anchored at the start when it has a literal prefix
+	prefix string            // the literal prefix of re
+}
+
+// notWords reports whether a match holds a digit or an upper-case letter
+// after its prefix: random tokens do, kebab-case names do not.
+func notWords(m string) bool {
+	_, body, _ := strings.Cut(m, "-")
+	for i := 0; i < len(body); i++ {
+		if c := body[i]; '0' <= c && c <= '9' || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // rulesByFirst lists the rules with a literal prefix by its first byte;
@@ -92,7 +157,13 @@ type tokenRule struct {
 var (
 	rulesByFirst [256][]int
 	needleRules  []int
+	// prefixPairs holds the first two bytes of the prefixes, a quick test
+	// before the rules of a first byte are tried.
+	prefixPairs [256][4]uint64
 )
+
+// mayStart reports whether a prefix starts with the bytes a, b.
+func mayStart(a, b byte) bool { return prefixPairs[a][b>>6]&(1<<(b&63)) != 0 }
 
 func init() {
 	for i := range tokenRules {
@@ -105,6 +176,10 @@ func init() {
 		}
 		r.rx = regexp.MustCompile(`^(?:` + r.re + `)`)
 		rulesByFirst[r.prefix[0]] = append(rulesByFirst[r.prefix[0]], i)
+		if len(r.prefix) < 2 {
+			panic("recap: a token rule's prefix is shorter than two bytes: " + r.re)
+		}
+		prefixPairs[r.prefix[0]][r.prefix[1]>>6] |= 1 << (r.prefix[1] & 63)
 	}
 }
 
@@ -148,12 +223,23 @@ var passwordCommands = map[string]string{
 	"ldapdelete": "w", "ldapwhoami": "w", "ldappasswd": "w", "ldapcompare": "w", "mosquitto_pub": "P",
 	"mosquitto_sub": "P", "rdesktop": "p", "openssl": "k", "smbclient": "", "curl": "", "wget": "",
 	"htpasswd": "", "influx": "p", "cqlsh": "p", "vertica": "w", "vsql": "w", "nzsql": "pw",
-	"ftp": "", "lftp": "", "git": "",
+	"ftp": "", "lftp": "", "git": "", "psexec": "p", "psexec.exe": "p", "gh": "", "ssh-keygen": "NP",
 }
 
 // loginCommands take -p as a password only in their login subcommand
 // (docker run -p publishes a port).
-var loginCommands = set("docker", "podman", "nerdctl", "helm", "skopeo", "buildah", "oras", "crane", "regctl", "cf", "oc")
+var loginCommands = set("docker", "podman", "nerdctl", "helm", "skopeo", "buildah", "oras", "crane", "regctl", "cf", "oc", "az")
+
+// configCommands set a named value with "config" or "configure" (git
+// config user.password x, npm config set key x, aws configure set key x).
+var configCommands = set("git", "npm", "yarn", "pnpm", "aws", "gcloud", "poetry", "pip", "conda")
+
+// stdinCommands read a secret on their standard input (with the flags
+// stdinSecrets checks).
+var stdinCommands = set("echo", "printf", "chpasswd", "sudo")
+
+// httpieCommands take -a user:password.
+var httpieCommands = set("http", "https", "xh", "xhs")
 
 // userPassFlags take user:password (curl -u, --user, --proxy-user).
 var userPassFlags = set("u", "U", "user", "proxy-user", "userpass", "usr")

@@ -267,7 +267,7 @@ func (s *serializer) message(role string, f fields) {
 	switch role {
 	case "user":
 		if text := s.text(f.content); text != "" {
-			s.add(lit("USER: " + text))
+			s.add(lit("USER: " + s.jsonDoc(text)))
 		}
 	case "assistant":
 		s.assistant(f)
@@ -293,7 +293,7 @@ func (s *serializer) assistant(f fields) {
 	var text []string
 	flush := func() {
 		if t := strings.TrimSpace(strings.Join(text, "\n")); t != "" {
-			s.add(lit("ASSISTANT: " + t))
+			s.add(lit("ASSISTANT: " + s.jsonDoc(t)))
 			s.t.FinalText = t
 		}
 		text = text[:0]
@@ -351,7 +351,7 @@ func (s *serializer) extension(f fields, data json.RawMessage) {
 	typ, _ := jsonStr(f.customType)
 	head := "EXTENSION " + oneLine(typ)
 	if text := s.text(f.content); text != "" {
-		s.add(lit(head + ": " + text))
+		s.add(lit(head + ": " + s.jsonDoc(text)))
 		return
 	}
 	if len(data) == 0 || string(data) == "null" {
@@ -400,6 +400,18 @@ func (s *serializer) text(content json.RawMessage) string {
 		return true
 	})
 	return strings.Join(parts, "\n")
+}
+
+// jsonDoc redacts text that is one JSON document by its keys now, since
+// the whole-transcript pass sees it after a role prefix, as text; other
+// text is left to that pass, which redacts it with its context.
+func (s *serializer) jsonDoc(text string) string {
+	if t := strings.TrimSpace(text); len(t) < 2 || t[0] != '{' && t[0] != '[' {
+		return text
+	}
+	r, n := Redact(text)
+	s.t.Redactions += n
+	return r
 }
 
 // cappedText is the text of content's text blocks, to be read (no

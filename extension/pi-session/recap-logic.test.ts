@@ -24,6 +24,7 @@ import {
 	STATUS_TEXT,
 	SummaryError,
 	summarizeRun,
+	realTimers,
 	type Prepared,
 	type RecapEntryData,
 	type RecapHost,
@@ -182,13 +183,13 @@ const settle = async () => {
 };
 
 // pendingRecap is a controller whose run settled and whose timer is armed.
-function pendingRecap(over: Partial<RecapHost> = {}) {
+async function pendingRecap(over: Partial<RecapHost> = {}) {
 	const f = fakeHost(over);
 	const t = manualTimers();
 	const c = new RecapController(f.host, t.timers, () => 30_000);
 	c.sessionStart(true);
 	c.beforeAgentStart("B0");
-	c.settled();
+	await c.settled();
 	return { ...f, t, c };
 }
 
@@ -197,12 +198,12 @@ test("controller: a settled run arms the timer; firing writes one recap covering
 	const t = manualTimers();
 	const c = new RecapController(host, t.timers, () => 30_000);
 	c.sessionStart(true);
-	c.settled();
+	await c.settled();
 	assert.equal(c.armed(), false, "no pending run, no timer");
 	c.beforeAgentStart("B0");
 	state.leaf = "L1";
 	c.beforeAgentStart("L1"); // a second run piles up behind the first baseline
-	c.settled();
+	await c.settled();
 	assert.equal(c.armed(), true);
 	assert.equal([...t.pending.values()][0].ms, 30_000);
 	t.fireAll();
@@ -215,13 +216,41 @@ test("controller: a settled run arms the timer; firing writes one recap covering
 	assert.equal(c.boundary.pending(), false);
 });
 
+test("controller: a disabled config never arms a timer; activity while the config is read keeps it unarmed", async () => {
+	const { host, state } = fakeHost();
+	const t = manualTimers();
+	const c = new RecapController(host, t.timers, () => 30_000);
+	c.sessionStart(true);
+	c.beforeAgentStart("B0");
+	state.config = { ...state.config, enabled: false };
+	await c.settled();
+	assert.equal(c.armed(), false, "disabled");
+	state.config = { ...state.config, enabled: true };
+	const settling = c.settled();
+	c.userActivity(); // typed while the config was read
+	await settling;
+	assert.equal(c.armed(), false, "activity during the read");
+	await c.settled();
+	assert.equal(c.armed(), true);
+	assert.equal(c.boundary.baseline(), "B0", "the boundary survives the toggle");
+});
+
+test("realTimers: a pending recap never holds the process open", () => {
+	const h = realTimers.set(() => {}, 60_000) as NodeJS.Timeout;
+	try {
+		assert.equal(h.hasRef(), false);
+	} finally {
+		realTimers.clear(h);
+	}
+});
+
 test("controller: user activity cancels the timer and keeps the boundary", async () => {
-	const { log, t, c } = pendingRecap();
+	const { log, t, c } = await pendingRecap();
 	c.userActivity();
 	assert.equal(c.armed(), false);
 	assert.equal(c.boundary.baseline(), "B0");
 	c.beforeAgentStart("B1");
-	c.settled();
+	await c.settled();
 	t.fireAll();
 	await settle();
 	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
@@ -230,7 +259,7 @@ test("controller: user activity cancels the timer and keeps the boundary", async
 
 test("controller: activity during a recap aborts it; nothing is written and the run stays pending", async () => {
 	let release!: () => void;
-	const { log, t, c } = pendingRecap({
+	const { log, t, c } = await pendingRecap({
 		summarize: (_p, _c, signal) =>
 			new Promise((_, reject) => {
 				release = () => reject(new RecapAborted());
@@ -262,7 +291,7 @@ test("controller: the fire-time checks are the authority", async () => {
 		const c = new RecapController(host, t.timers, () => 30_000);
 		c.sessionStart(true);
 		c.beforeAgentStart("B0");
-		c.settled();
+		await c.settled();
 		spoil(state);
 		t.fireAll();
 		await settle();
@@ -277,13 +306,13 @@ test("controller: only an active (TUI, main) session recaps", async () => {
 	const c = new RecapController(host, t.timers, () => 30_000);
 	c.sessionStart(false);
 	c.beforeAgentStart("B0");
-	c.settled();
+	await c.settled();
 	assert.equal(c.boundary.pending(), false);
 	assert.equal(c.armed(), false);
 });
 
 test("controller: a busy arbiter slot waits for the next quiet stretch", async () => {
-	const { log, state, t, c } = pendingRecap();
+	const { log, state, t, c } = await pendingRecap();
 	state.busy = true;
 	t.fireAll();
 	await settle();
@@ -302,7 +331,7 @@ test("controller: a gone or empty run clears the boundary without a recap; an un
 		const c = new RecapController(host, t.timers, () => 30_000);
 		c.sessionStart(true);
 		c.beforeAgentStart("B0");
-		c.settled();
+		await c.settled();
 		t.fireAll();
 		await settle();
 		assert.equal(log.appended.length, 0);
@@ -311,7 +340,7 @@ test("controller: a gone or empty run clears the boundary without a recap; an un
 });
 
 test("controller: a failed model call writes the local fallback and warns", async () => {
-	const { log, t, c } = pendingRecap({
+	const { log, t, c } = await pendingRecap({
 		summarize: async () => {
 			throw new SummaryError("The summary model request failed: 503.");
 		},
@@ -324,7 +353,7 @@ test("controller: a failed model call writes the local fallback and warns", asyn
 });
 
 test("controller: the same failure again writes its fallback without a second warning", async () => {
-	const { log, t, c } = pendingRecap({
+	const { log, t, c } = await pendingRecap({
 		summarize: async () => {
 			throw new SummaryError("The summary model p/m is not available; choose one with /recap.");
 		},
@@ -332,26 +361,26 @@ test("controller: the same failure again writes its fallback without a second wa
 	t.fireAll();
 	await settle();
 	c.beforeAgentStart("B1");
-	c.settled();
+	await c.settled();
 	t.fireAll();
 	await settle();
 	assert.equal(log.appended.length, 2);
 	assert.equal(log.warnings.length, 1, "told once per session and cause");
 	c.sessionStart(true); // a new session tells again
 	c.beforeAgentStart("B2");
-	c.settled();
+	await c.settled();
 	t.fireAll();
 	await settle();
 	assert.equal(log.warnings.length, 2);
 });
 
 test("controller: a running child defers the recap; the last one settling re-arms it", async () => {
-	const { log, state, t, c } = pendingRecap();
+	const { log, state, t, c } = await pendingRecap();
 	state.child = true;
-	c.childActivity();
+	await c.childActivity();
 	assert.equal(c.armed(), false);
 	state.child = false;
-	c.childActivity();
+	await c.childActivity();
 	assert.equal(c.armed(), true);
 	t.fireAll();
 	await settle();
@@ -364,7 +393,7 @@ test("controller: shutdown aborts, waits at most the given time, clears the stat
 	const c = new RecapController(host, timers, () => 30_000);
 	c.sessionStart(true);
 	c.beforeAgentStart("B0");
-	c.settled();
+	await c.settled();
 	void c.fire();
 	await settle();
 	assert.equal(c.inFlight(), 1);
@@ -375,7 +404,7 @@ test("controller: shutdown aborts, waits at most the given time, clears the stat
 });
 
 // A fake model registry and engine for summarizeRun.
-function fakeCall(replies: ({ text: string; stopReason?: string; errorMessage?: string } | "hang")[], verdicts: (Verdict | undefined)[]) {
+function fakeCall(replies: ({ text: string; stopReason?: string; errorMessage?: string } | "hang" | "deaf")[], verdicts: (Verdict | undefined)[]) {
 	const calls: any[] = [];
 	const answers: any[] = [];
 	return {
@@ -386,6 +415,7 @@ function fakeCall(replies: ({ text: string; stopReason?: string; errorMessage?: 
 			complete: async (_model: unknown, context: any, options: any) => {
 				calls.push({ context, options });
 				const r = replies[calls.length - 1];
+				if (r === "deaf") return new Promise<never>(() => {}); // never answers, ignores the signal
 				if (r === "hang") {
 					await new Promise((resolve) => options.signal.addEventListener("abort", resolve));
 					return { content: [], stopReason: "aborted" };
@@ -448,6 +478,14 @@ test("summarizeRun: an abort is RecapAborted; a slow attempt times out", async (
 	ac.abort();
 	await assert.rejects(p, (e: Error) => e instanceof RecapAborted);
 	f = fakeCall(["hang"], []);
+	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
+	// A provider that ignores the signal: the abort and the timeout still end the recap.
+	f = fakeCall(["deaf"], []);
+	const ac2 = new AbortController();
+	const p2 = summarizeRun(f.call, req, cfg("off"), ac2.signal);
+	ac2.abort();
+	await assert.rejects(p2, (e: Error) => e instanceof RecapAborted);
+	f = fakeCall(["deaf"], []);
 	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
 	f = fakeCall(["hang"], []);
 	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 5000, overallTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);

@@ -228,10 +228,16 @@ export async function summarizeRun<M>(call: ModelCall<M>, req: { systemPrompt: s
 		if (signal.aborted) throw new RecapAborted();
 		const on = reasoning !== "off";
 		const attemptTimeout = AbortSignal.timeout(attemptMs);
-		const reply = await call.complete(
-			model,
-			{ systemPrompt: req.systemPrompt, messages: [{ role: "user", content: [{ type: "text", text: req.userMessage }], timestamp: Date.now() }] },
-			{ ...(on ? { reasoning } : {}), maxTokens: on ? 8_000 : 1_000, timeoutMs: attemptMs, maxRetries: 1, signal: AbortSignal.any([signal, overall, attemptTimeout]) },
+		const stop = AbortSignal.any([signal, overall, attemptTimeout]);
+		// A provider that ignores the signal must not hold the recap (and the
+		// next ones, which wait for it) past an abort or a timeout.
+		const reply = await untilAborted(
+			call.complete(
+				model,
+				{ systemPrompt: req.systemPrompt, messages: [{ role: "user", content: [{ type: "text", text: req.userMessage }], timestamp: Date.now() }] },
+				{ ...(on ? { reasoning } : {}), maxTokens: on ? 8_000 : 1_000, timeoutMs: attemptMs, maxRetries: 1, signal: stop },
+			),
+			stop,
 		);
 		if (signal.aborted) throw new RecapAborted();
 		if (overall.aborted) throw new SummaryError(`The summary model did not answer within ${overallMs / 1000} s.`);
@@ -248,6 +254,26 @@ export async function summarizeRun<M>(call: ModelCall<M>, req: { systemPrompt: s
 		throw new SummaryError(v.error ?? "The summary model did not return valid recap JSON.");
 	}
 	throw new SummaryError("The summary model did not return valid recap JSON.");
+}
+
+// untilAborted resolves with p, or with an aborted reply as soon as signal
+// aborts, whichever comes first.
+function untilAborted<T extends { stopReason: string }>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+	if (signal.aborted) return Promise.resolve({ content: [], stopReason: "aborted" } as unknown as T);
+	return new Promise<T>((resolve, reject) => {
+		const onAbort = () => resolve({ content: [], stopReason: "aborted" } as unknown as T);
+		signal.addEventListener("abort", onAbort, { once: true });
+		p.then(
+			(v) => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(v);
+			},
+			(e) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(e);
+			},
+		);
+	});
 }
 
 // RecapHost is what the controller needs from pi and the engine.
@@ -280,6 +306,9 @@ export class RecapController {
 	// fallback card quietly instead of warning after every run.
 	private warned: string | undefined;
 	private timer: unknown;
+	// generation counts user activity, so that a timer is not armed after
+	// activity that came while the config was being read.
+	private generation = 0;
 	private tasks = new Set<{ ac: AbortController; done: Promise<void> }>();
 	private host: RecapHost;
 	private timers: Timers;
@@ -294,6 +323,7 @@ export class RecapController {
 	// sessionStart: recaps run for a main session in the TUI only.
 	sessionStart(active: boolean) {
 		this.active = active;
+		this.generation++;
 		this.warned = undefined;
 		this.cancelTimer();
 		this.boundary.clear();
@@ -307,31 +337,45 @@ export class RecapController {
 	}
 
 	// settled: pi will not continue by itself; wait for a quiet stretch.
-	settled() {
-		if (this.active && this.boundary.pending()) this.schedule();
+	settled(): Promise<void> {
+		return this.arm();
 	}
 
 	// userActivity (typing, a ! command, /recap disabling) cancels the
 	// timer and aborts recaps in flight; the boundary stays, so the next
 	// quiet stretch covers the dropped run too.
 	userActivity() {
+		this.generation++;
 		this.cancelTimer();
 		for (const t of this.tasks) t.ac.abort();
 	}
 
 	// childActivity: a child agent started or settled.
-	childActivity() {
+	childActivity(): Promise<void> {
 		if (this.host.childRunning()) {
+			this.generation++;
 			this.cancelTimer();
-			return;
+			return Promise.resolve();
 		}
-		if (this.active && this.boundary.pending() && this.safeIdle()) this.schedule();
+		if (!this.safeIdle()) return Promise.resolve();
+		return this.arm();
+	}
+
+	// arm starts the timer for a pending run when recaps are enabled (a
+	// disabled config never arms one), unless the user was active while
+	// the config was read.
+	private async arm() {
+		if (!this.active || !this.boundary.pending()) return;
+		const gen = this.generation;
+		const config = await this.host.config();
+		if (config.enabled && gen === this.generation && this.active && this.boundary.pending()) this.schedule();
 	}
 
 	// shutdown cancels everything and waits up to SHUTDOWN_WAIT_MS for
 	// recaps in flight.
 	async shutdown(waitMs = SHUTDOWN_WAIT_MS) {
 		this.active = false;
+		this.generation++;
 		this.cancelTimer();
 		this.boundary.clear();
 		const done = [...this.tasks].map((t) => {

@@ -80,7 +80,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		child = kit.hello()?.role === "child";
 		controller.sessionStart(c.mode === "tui" && !child);
 		unsubscribe?.();
-		unsubscribe = child ? undefined : onActivity(() => controller.childActivity());
+		unsubscribe = child ? undefined : onActivity(() => void controller.childActivity());
 	});
 
 	// Interactive input and the user's own shell commands mean the user is
@@ -103,7 +103,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 	pi.on("agent_settled", (_event, c) => {
 		ctx = c;
 		if (child) reportActivity(token, false);
-		controller.settled();
+		void controller.settled();
 	});
 
 	pi.on("session_shutdown", async () => {
