@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
 )
@@ -219,7 +220,7 @@ func RunGit(ctx context.Context, dir, since string) ([]string, error) {
 // note file.
 func (e *Engine) Note(ctx context.Context, read Reader, cfg Config, req NoteRequest) (NoteResult, error) {
 	if !safeID.MatchString(req.SessionID) {
-		return NoteResult{}, fmt.Errorf("relay: session id %q cannot name a directory", req.SessionID)
+		return NoteResult{}, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(req.SessionID))
 	}
 	if req.Token == "" {
 		return NoteResult{}, errors.New("relay: note: no token")
@@ -333,7 +334,7 @@ func NextNote(dir string) int {
 // ReadNoteFile reads note n of a session.
 func (e *Engine) ReadNoteFile(sessionID string, n int) ([]byte, error) {
 	if !safeID.MatchString(sessionID) {
-		return nil, fmt.Errorf("relay: session id %q cannot name a directory", sessionID)
+		return nil, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(sessionID))
 	}
 	data, err := os.ReadFile(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"))
 	if errors.Is(err, os.ErrNotExist) {
