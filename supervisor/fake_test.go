@@ -120,9 +120,20 @@ func fakePi(behaviour string) int {
 	case "tui":
 		return fakeTUI()
 	case "sleeper":
-		// A process pi started in its own group (a tool's command): it
-		// lives until killed.
+		// A process pi started in its group (a tool's command): it lives
+		// until killed. Like a program that tidies up before it stops
+		// (vim, less), it takes a moment between SIGTSTP and its stop, so
+		// the job-control tests see whether the leader waits for the whole
+		// group to stop.
 		signal.Ignore(syscall.SIGHUP)
+		tstp := make(chan os.Signal, 1)
+		signal.Notify(tstp, syscall.SIGTSTP)
+		go func() {
+			for range tstp {
+				time.Sleep(30 * time.Millisecond)
+				syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			}
+		}()
 		time.Sleep(10 * time.Minute)
 		return 0
 	case "burn":

@@ -91,6 +91,11 @@ func RunLeader(args, env []string) int {
 		}
 		switch {
 		case ws.Stopped():
+			// pi has stopped; the rest of its group (its tools' children,
+			// say) got the same signal and stops as each is scheduled.
+			// Wait for them, so that when the user's shell says Stopped
+			// the whole group is.
+			waitGroupStopped(pid, groupStopLimit)
 			// Report pi's stop the only way wait4 shows it to the
 			// supervisor: stop too. Nothing else may follow here: kill
 			// may return before the stop takes hold, and pi stays stopped
@@ -103,6 +108,55 @@ func RunLeader(args, env []string) int {
 			return reraise(ws.Signal())
 		}
 	}
+}
+
+// groupStopLimit bounds the wait for pi's whole group to stop: a member
+// that ignores the stop (it handles SIGTSTP and goes on) must not hold
+// the job control of the rest.
+const groupStopLimit = 500 * time.Millisecond
+
+// waitGroupStopped waits until every process of process group pgrp is
+// stopped, exited or gone, for at most limit. It reads /proc; without it,
+// it returns at once.
+func waitGroupStopped(pgrp int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for groupRunning(pgrp) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupRunning says whether a process of group pgrp is neither stopped
+// (T, t) nor dead (Z, X).
+func groupRunning(pgrp int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	want := strconv.Itoa(pgrp)
+	for _, e := range ents {
+		name := e.Name()
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != want {
+			continue
+		}
+		switch f[0] {
+		case "T", "t", "Z", "X", "x":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // hangUpGrace is how long pi may take to end after the hangup that follows
