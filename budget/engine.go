@@ -637,7 +637,7 @@ func (e *Engine) AgentStart(p Peer, arm ArmFunc, ap AgentStartParams) View {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	if s.last.Path == "" {
-		if m := continueRE.FindStringSubmatch(ap.Prompt); m != nil {
+		if m := continueRE().FindStringSubmatch(ap.Prompt); m != nil {
 			e.continuedFrom(s, m[1])
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // PathFS resolves symlinks for the grace classifier; os-backed in the
@@ -73,14 +74,14 @@ func Classify(in GraceInput, fsys PathFS) (bool, string) {
 	return false, "tool " + in.Tool + " is not a state-recording tool"
 }
 
-var unicodeSpaces = regexp.MustCompile("[\u00A0\u2000-\u200A\u202F\u205F\u3000]")
+var unicodeSpaces = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("[\u00A0\u2000-\u200A\u202F\u205F\u3000]") })
 
 // NormalizePath resolves a tool's path argument as pi 1.6 does
 // (resolveToCwd): Unicode spaces become spaces, a leading @ is dropped, ~
 // and ~/ expand to home, file:// URLs become paths, and a relative path is
 // joined to cwd, with . and .. resolved lexically.
 func NormalizePath(p, cwd, home string) string {
-	p = unicodeSpaces.ReplaceAllString(p, " ")
+	p = unicodeSpaces().ReplaceAllString(p, " ")
 	p = strings.TrimPrefix(p, "@")
 	switch {
 	case p == "~":
@@ -154,7 +155,7 @@ func resolveExisting(p string, fsys PathFS) (string, error) {
 }
 
 // plainWord is a shell word that needs no quoting and expands to itself.
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9._/@:^~=+,%-]+$`)
+var plainWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._/@:^~=+,%-]+$`) })
 
 // ReadOnlyGit accepts exactly the grace window's read-only git commands:
 // git status, git diff --no-ext-diff --no-textconv, git log --oneline
@@ -167,7 +168,7 @@ func ReadOnlyGit(cmd string) (bool, string) {
 		return false, "not a single git command"
 	}
 	for _, w := range words {
-		if !plainWord.MatchString(w) || strings.HasPrefix(w, "~") || strings.Contains(w, "=~") {
+		if !plainWord().MatchString(w) || strings.HasPrefix(w, "~") || strings.Contains(w, "=~") {
 			return false, "shell syntax in " + w
 		}
 	}

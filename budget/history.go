@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pi-session/pi-session/session"
@@ -41,7 +42,7 @@ type Restored struct {
 }
 
 // continueRE is the prompt pi-session relaunches pi with.
-var continueRE = regexp.MustCompile(`(?m)^continue from (/\S+\.md)\s*$`)
+var continueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^continue from (/\S+\.md)\s*$`) })
 
 // Restore reads a session's branch.
 func Restore(branch []*session.Entry) Restored {
@@ -77,7 +78,7 @@ func Restore(branch []*session.Entry) Restored {
 			if e.Role == "user" && firstUser {
 				firstUser = false
 				if p, err := e.Decode(); err == nil {
-					if m := continueRE.FindStringSubmatch(p.(*session.MessageEntry).Message.Content.Text("\n")); m != nil {
+					if m := continueRE().FindStringSubmatch(p.(*session.MessageEntry).Message.Content.Text("\n")); m != nil {
 						r.ContinuedFrom = m[1]
 					}
 				}
@@ -135,7 +136,9 @@ func UserMessagesSince(branch []*session.Entry) []string {
 	return out
 }
 
-var cdRE = regexp.MustCompile(`(?:^|[;&|]\s*)(?:cd|pushd)\s+([^\s;&|]+)|git\s+-C\s+([^\s;&|]+)`)
+var cdRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[;&|]\s*)(?:cd|pushd)\s+([^\s;&|]+)|git\s+-C\s+([^\s;&|]+)`)
+})
 
 // TouchedPaths are the paths the session's tool calls named, newest
 // first: path arguments, and cd / git -C targets in bash commands.
@@ -165,7 +168,7 @@ func TouchedPaths(branch []*session.Entry, cwd string) []string {
 			add(NormalizePath(s, cwd, os.Getenv("HOME")))
 		}
 		if s, ok := args["command"].(string); ok {
-			for _, m := range cdRE.FindAllStringSubmatch(s, -1) {
+			for _, m := range cdRE().FindAllStringSubmatch(s, -1) {
 				add(m[1] + m[2])
 			}
 		}
@@ -175,7 +178,9 @@ func TouchedPaths(branch []*session.Entry, cwd string) []string {
 }
 
 // readOnlyPrefix: bash segments starting with these do not change state.
-var readOnlyPrefix = regexp.MustCompile(`^\s*(git\s+(status|diff|log|show|rev-parse|branch|worktree\s+list|blame|grep)|cat|head|tail|less|ls|find|grep|rg|fd|wc|stat|file|tree|pwd|echo|gh\s+(pr|issue|run)\s+(view|list|status|checks)|sed\s+-n)\b`)
+var readOnlyPrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(git\s+(status|diff|log|show|rev-parse|branch|worktree\s+list|blame|grep)|cat|head|tail|less|ls|find|grep|rg|fd|wc|stat|file|tree|pwd|echo|gh\s+(pr|issue|run)\s+(view|list|status|checks)|sed\s+-n)\b`)
+})
 
 // LatestStateChange is the time of the newest tool call that may have
 // changed state (an edit, a write, a bash command other than read-only
@@ -196,8 +201,8 @@ func LatestStateChange(branch []*session.Entry) time.Time {
 			var args struct{ Command string }
 			json.Unmarshal(b.Arguments, &args)
 			readOnly := true
-			for _, seg := range segmentRE.Split(args.Command, -1) {
-				if strings.TrimSpace(seg) != "" && !readOnlyPrefix.MatchString(seg) {
+			for _, seg := range segmentRE().Split(args.Command, -1) {
+				if strings.TrimSpace(seg) != "" && !readOnlyPrefix().MatchString(seg) {
 					readOnly = false
 				}
 			}
@@ -217,7 +222,7 @@ func LatestStateChange(branch []*session.Entry) time.Time {
 	return latest
 }
 
-var segmentRE = regexp.MustCompile(`&&|\|\||;|\|`)
+var segmentRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`&&|\|\||;|\|`) })
 
 // isStateNote reports whether a tool's path argument names a state note:
 // a file under an .ai-work directory, or STATE*.md.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,7 +27,7 @@ type Recap struct {
 	Next  string `json:"next"`
 }
 
-var fenceRE = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```")
+var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```") })
 
 // Parse reads the recap model's answer strictly: exactly one JSON object
 // with only the string members "recap" and "next", tried as the trimmed
@@ -38,7 +39,7 @@ var fenceRE = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```")
 func Parse(answer string) (Recap, error) {
 	var candidates []string
 	candidates = append(candidates, strings.TrimSpace(answer))
-	for _, m := range fenceRE.FindAllStringSubmatch(answer, 8) {
+	for _, m := range fenceRE().FindAllStringSubmatch(answer, 8) {
 		candidates = append(candidates, strings.TrimSpace(m[1]))
 	}
 	if i, j := strings.IndexByte(answer, '{'), strings.LastIndexByte(answer, '}'); i >= 0 && j > i {
@@ -93,14 +94,16 @@ func strictRecap(c string) (Recap, bool) {
 
 // escapeRE matches terminal escape sequences: CSI, OSC (ended by BEL or
 // ST), other two-byte escapes, and the 8-bit CSI and OSC forms.
-var escapeRE = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[ -~]?|\x{9b}[0-?]*[ -/]*[@-~]|\x{9d}[^\x07\x{9c}]*[\x07\x{9c}]?`)
+var escapeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[ -~]?|\x{9b}[0-?]*[ -/]*[@-~]|\x{9d}[^\x07\x{9c}]*[\x07\x{9c}]?`)
+})
 
 // clean removes escape sequences, control characters and bidirectional
 // overrides, turns line breaks and tabs into spaces, collapses runs of
 // spaces and trims.
 func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = escapeRE.ReplaceAllString(s, "")
+	s = escapeRE().ReplaceAllString(s, "")
 	var b strings.Builder
 	space := false
 	for _, r := range s {
@@ -121,10 +124,12 @@ func clean(s string) string {
 	return b.String()
 }
 
-var nextPrefixRE = regexp.MustCompile(`(?i)^(?:\*\*)?next(?: step)?(?:\*\*)?\s*[:：-]\s*(?:\*\*)?\s*`)
+var nextPrefixRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(?:\*\*)?next(?: step)?(?:\*\*)?\s*[:：-]\s*(?:\*\*)?\s*`)
+})
 
 func trimNextPrefix(s string) string {
-	return strings.TrimSpace(nextPrefixRE.ReplaceAllString(s, ""))
+	return strings.TrimSpace(nextPrefixRE().ReplaceAllString(s, ""))
 }
 
 // capChars cuts s to at most n characters, the last an ellipsis.

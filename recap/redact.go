@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -126,11 +127,11 @@ func (f *finder) covered(i int) bool {
 // that cannot belong to the block; and the private lines of PuTTY keys.
 func (f *finder) privateKeys() {
 	s := f.s
-	begins := pemBeginRE.FindAllStringIndex(s, -1)
+	begins := pemBeginRE().FindAllStringIndex(s, -1)
 	if len(begins) == 0 {
 		return
 	}
-	ends := pemEndRE.FindAllStringIndex(s, -1)
+	ends := pemEndRE().FindAllStringIndex(s, -1)
 	next := 0 // the first END line after the current BEGIN
 	covered := 0
 	for _, m := range begins {
@@ -147,7 +148,7 @@ func (f *finder) privateKeys() {
 		f.add(m[0], end, RedactedPrivateKey)
 		covered = end
 	}
-	for _, m := range puttyRE.FindAllStringIndex(s, -1) {
+	for _, m := range puttyRE().FindAllStringIndex(s, -1) {
 		end := m[1] + keyBodyLen(s[m[1]:])
 		if i := strings.Index(s[m[1]:], "Private-MAC:"); i >= 0 && i <= end-m[1]+2 {
 			end = m[1] + i + len("Private-MAC:") + lineLen(s[m[1]+i+len("Private-MAC:"):])
@@ -221,6 +222,7 @@ func lineLen(s string) int {
 // matchTokens finds provider tokens in t. back maps a range of t to a
 // range of f.s (nil when t is f.s).
 func (f *finder) matchTokens(t string, back func(a, b int) (int, int, bool)) {
+	rulesOnce.Do(compileRules)
 	found := func(a, b int) {
 		ok := true
 		if back != nil {
@@ -459,7 +461,9 @@ func (f *finder) keyValues() {
 }
 
 // namedRE reads a name or key member: name: DB_PASSWORD, "Name": "/prod/db/password".
-var namedRE = regexp.MustCompile(`^(?:name|key)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9_./\-]+)`)
+var namedRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:name|key)["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9_./\-]+)`)
+})
 
 // namedBefore is the class of a "value" member given by the name or key
 // member before it in the same object or list item, in before (the text
@@ -474,7 +478,7 @@ func namedBefore(before string) keyClass {
 		if i > 0 && isWordByte(before[i-1]) {
 			continue
 		}
-		m := namedRE.FindStringSubmatchIndex(before[i:])
+		m := namedRE().FindStringSubmatchIndex(before[i:])
 		if m == nil {
 			continue
 		}
@@ -600,7 +604,7 @@ func (f *finder) value(i int, class keyClass, sep string, query bool) int {
 	if placeholder(v) {
 		return 0
 	}
-	if class == keyToken && !credentialLike(continuationRE.ReplaceAllString(v, "")) {
+	if class == keyToken && !credentialLike(continuationRE().ReplaceAllString(v, "")) {
 		return 0
 	}
 	if sep == ":" && !quoted && isProse(v, s[ve:]) {
@@ -781,7 +785,7 @@ func concatGlue(s string, i int, adjacent bool) int {
 // xmlTags finds <password>secret</password> and the like.
 func (f *finder) xmlTags() {
 	s := f.s
-	for _, m := range xmlTagRE.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range xmlTagRE().FindAllStringSubmatchIndex(s, -1) {
 		name := s[m[2]:m[3]]
 		if i := strings.LastIndexByte(name, ':'); i >= 0 {
 			name = name[i+1:]
@@ -811,7 +815,7 @@ func (f *finder) bearer() {
 	if !strings.Contains(f.lower, "bearer") {
 		return
 	}
-	for _, m := range bearerRE.FindAllStringSubmatchIndex(f.s, -1) {
+	for _, m := range bearerRE().FindAllStringSubmatchIndex(f.s, -1) {
 		v := f.s[m[2]:m[3]]
 		if len(v) >= 8 && credentialLike(v) && !placeholder(v) {
 			f.add(m[2], m[3], Redacted)
@@ -829,8 +833,8 @@ func (f *finder) netrc() {
 		n := lineLen(s[off:])
 		line := s[off : off+n]
 		trimmed := strings.ToLower(strings.TrimSpace(line))
-		if netrcLineRE.MatchString(line) || strings.HasPrefix(trimmed, "password ") || strings.HasPrefix(trimmed, "passwd ") {
-			for _, m := range netrcRE.FindAllStringSubmatchIndex(line, -1) {
+		if netrcLineRE().MatchString(line) || strings.HasPrefix(trimmed, "password ") || strings.HasPrefix(trimmed, "passwd ") {
+			for _, m := range netrcRE().FindAllStringSubmatchIndex(line, -1) {
 				// The value ends the line or another netrc token follows it;
 				// else the line is prose ("Password for 'https://...':").
 				next := strings.Fields(line[m[3]:])
@@ -1276,6 +1280,7 @@ func (f *finder) joined() {
 // mayContinue reports whether the run of token characters that ends s may
 // be the first part of a token wrapped or split after it.
 func mayContinue(s string) bool {
+	rulesOnce.Do(compileRules)
 	a := len(s)
 	for a > 0 && isTokenByte(s[a-1]) && len(s)-a < 512 {
 		a--

@@ -3,6 +3,7 @@ package recap
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // tokenRules match the credential formats of common clouds and services
@@ -165,7 +166,11 @@ var (
 // mayStart reports whether a prefix starts with the bytes a, b.
 func mayStart(a, b byte) bool { return prefixPairs[a][b>>6]&(1<<(b&63)) != 0 }
 
-func init() {
+// rulesOnce compiles the token rules on first use, not at every start of
+// pi-session (whose session leader and short commands never redact).
+var rulesOnce sync.Once
+
+func compileRules() {
 	for i := range tokenRules {
 		r := &tokenRules[i]
 		r.prefix, _ = regexp.MustCompile(r.re).LiteralPrefix()
@@ -185,19 +190,19 @@ func init() {
 
 var (
 	// pemBeginRE starts a private key block (PEM, OpenSSH, PGP).
-	pemBeginRE = regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)
-	pemEndRE   = regexp.MustCompile(`-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemBeginRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`) })
+	pemEndRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----`) })
 	// puttyRE starts the private part of a PuTTY key file.
-	puttyRE = regexp.MustCompile(`Private-Lines: *\d+`)
+	puttyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Private-Lines: *\d+`) })
 	// xmlTagRE finds an opening tag whose text may be a secret.
-	xmlTagRE = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9_.\-:]*)>`)
+	xmlTagRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<([A-Za-z][A-Za-z0-9_.\-:]*)>`) })
 	// bearerRE finds a bearer credential outside a header.
-	bearerRE = regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9\-._~+/]+=*)`)
+	bearerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9\-._~+/]+=*)`) })
 	// netrcRE finds netrc's "password value" on lines that are netrc entries.
-	netrcLineRE = regexp.MustCompile(`(?i)(?:^|\s)(?:machine|default|login)\s`)
-	netrcRE     = regexp.MustCompile(`(?i)(?:^|\s)(?:password|passwd)[ \t]+(\S+)`)
+	netrcLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:^|\s)(?:machine|default|login)\s`) })
+	netrcRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:^|\s)(?:password|passwd)[ \t]+(\S+)`) })
 	// continuationRE is a shell line continuation and the indentation after it.
-	continuationRE = regexp.MustCompile(`\\\r?\n[ \t]*`)
+	continuationRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\\\r?\n[ \t]*`) })
 )
 
 // authSchemes are the words that come before the credential in an

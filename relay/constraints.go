@@ -3,6 +3,7 @@ package relay
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -63,13 +64,19 @@ func wordByte(c byte) bool {
 }
 
 // useNot matches "use X, not Y", "use X instead of Y", "X rather than Y".
-var useNot = regexp.MustCompile(`(?i)\buse\s+(.+?)(?:,\s*|\s+)(?:not|instead of|rather than)\s+(.+?)[.!;]*$`)
+var useNot = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\buse\s+(.+?)(?:,\s*|\s+)(?:not|instead of|rather than)\s+(.+?)[.!;]*$`)
+})
 
 // negative marks a prohibition.
-var negative = regexp.MustCompile(`(?i)\b(never|mustn'?t|must not|do not|don'?t|dont|avoid|no longer|stop|shouldn'?t|should not)\b`)
+var negative = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(never|mustn'?t|must not|do not|don'?t|dont|avoid|no longer|stop|shouldn'?t|should not)\b`)
+})
 
 // replacing marks an instruction that revises an earlier one.
-var replacing = regexp.MustCompile(`(?i)\b(instead|actually|from now on|no longer|anymore|any more|scratch that|change of plan|forget|ignore (?:my|the) (?:earlier|previous|last))\b`)
+var replacing = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(instead|actually|from now on|no longer|anymore|any more|scratch that|change of plan|forget|ignore (?:my|the) (?:earlier|previous|last))\b`)
+})
 
 // stop words carry no subject.
 var stop = map[string]bool{}
@@ -92,7 +99,7 @@ func Sentences(text string) []string {
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		line = strings.TrimLeft(line, "-*•> \t")
-		if n := numbered.FindStringIndex(line); n != nil {
+		if n := numbered().FindStringIndex(line); n != nil {
 			line = line[n[1]:]
 		}
 		start := 0
@@ -117,7 +124,7 @@ func Sentences(text string) []string {
 	return out
 }
 
-var numbered = regexp.MustCompile(`^\d{1,3}[.)]\s+`)
+var numbered = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{1,3}[.)]\s+`) })
 
 func abbrev(s string) bool {
 	l := strings.ToLower(s)
@@ -144,7 +151,7 @@ func IsInstruction(s string) bool {
 		// Weak words count at the start of a sentence ("Use X", "Only
 		// touch Y", "Keep Z") or in "use X, not Y"; elsewhere they are
 		// ordinary prose ("the only file", "we use it").
-		return at == 0 || startsClause(s[:at]) || useNot.MatchString(s)
+		return at == 0 || startsClause(s[:at]) || useNot().MatchString(s)
 	}
 	return true
 }
@@ -214,9 +221,9 @@ func supersedes(later, earlier string) bool {
 	}
 	// "use X, not Y" (or "instead of Y"): an earlier instruction about Y
 	// that is not itself a prohibition of Y is replaced.
-	if m := useNot.FindStringSubmatch(later); m != nil {
+	if m := useNot().FindStringSubmatch(later); m != nil {
 		rejected := subject(m[2])
-		if len(rejected) > 0 && overlap(rejected, ek) == len(rejected) && !negative.MatchString(earlier) {
+		if len(rejected) > 0 && overlap(rejected, ek) == len(rejected) && !negative().MatchString(earlier) {
 			return true
 		}
 	}
@@ -224,7 +231,7 @@ func supersedes(later, earlier string) bool {
 	if shared == 0 {
 		return false
 	}
-	negL, negE := negative.MatchString(later), negative.MatchString(earlier)
+	negL, negE := negative().MatchString(later), negative().MatchString(earlier)
 	// The same subject with the opposite polarity: "Always use tabs" then
 	// "Never use tabs".
 	if negL != negE && shared*10 >= 6*min(len(lk), len(ek)) {
@@ -232,7 +239,7 @@ func supersedes(later, earlier string) bool {
 	}
 	// A revision ("from now on", "instead", "no longer") about most of the
 	// earlier subject.
-	if replacing.MatchString(later) && shared*2 >= len(ek) {
+	if replacing().MatchString(later) && shared*2 >= len(ek) {
 		return true
 	}
 	return false

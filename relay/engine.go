@@ -96,7 +96,7 @@ func (e *Engine) Dir(sessionID string) string {
 // ConfigPath is <agentDir>/context-relay.json.
 func ConfigPath(agentDir string) string { return filepath.Join(agentDir, "context-relay.json") }
 
-var safeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var safeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // NoteRequest asks for the note of a relay.
 type NoteRequest struct {
@@ -219,7 +219,7 @@ func RunGit(ctx context.Context, dir, since string) ([]string, error) {
 // removed if either ends before Note returns: an aborted relay leaves no
 // note file.
 func (e *Engine) Note(ctx context.Context, read Reader, cfg Config, req NoteRequest) (NoteResult, error) {
-	if !safeID.MatchString(req.SessionID) {
+	if !safeID().MatchString(req.SessionID) {
 		return NoteResult{}, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(req.SessionID))
 	}
 	if req.Token == "" {
@@ -316,14 +316,14 @@ func (e *Engine) sessionLock(id string) *sync.Mutex {
 	return l
 }
 
-var noteName = regexp.MustCompile(`^([0-9]{1,9})\.md$`)
+var noteName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,9})\.md$`) })
 
 // NextNote is one more than the highest note number in dir.
 func NextNote(dir string) int {
 	ents, _ := os.ReadDir(dir)
 	n := 0
 	for _, d := range ents {
-		if m := noteName.FindStringSubmatch(d.Name()); m != nil {
+		if m := noteName().FindStringSubmatch(d.Name()); m != nil {
 			k, _ := strconv.Atoi(m[1])
 			n = max(n, k)
 		}
@@ -333,7 +333,7 @@ func NextNote(dir string) int {
 
 // ReadNoteFile reads note n of a session.
 func (e *Engine) ReadNoteFile(sessionID string, n int) ([]byte, error) {
-	if !safeID.MatchString(sessionID) {
+	if !safeID().MatchString(sessionID) {
 		return nil, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(sessionID))
 	}
 	data, err := os.ReadFile(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"))

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pi-session/pi-session/session"
 )
@@ -425,7 +426,9 @@ func isAgentTool(name string) bool {
 	return false
 }
 
-var worktreeRE = regexp.MustCompile(`(?:/[A-Za-z0-9._@+~-]+)+/worktrees/[A-Za-z0-9._@+-]+`)
+var worktreeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:/[A-Za-z0-9._@+~-]+)+/worktrees/[A-Za-z0-9._@+-]+`)
+})
 
 // subagents merges what the branch says about each subagent: launch calls
 // and their results, notifications and records. A subagent with a launch
@@ -458,14 +461,16 @@ func (s *subagents) launchCall(callID string, args json.RawMessage, ts string) {
 	s.callTime[callID] = ts
 }
 
-var agentIDRE = regexp.MustCompile(`(?i)\b(?:agent[ _-]?id|id)\s*[:=]\s*["']?([A-Za-z0-9._-]{3,64})`)
+var agentIDRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:agent[ _-]?id|id)\s*[:=]\s*["']?([A-Za-z0-9._-]{3,64})`)
+})
 
 func (s *subagents) launchResult(callID, text string, details json.RawMessage, ts string) {
 	fields := obj(details)
 	args := obj(s.calls[callID])
 	id := first(fields, "id", "agentId", "agent_id", "runId")
 	if id == "" {
-		if m := agentIDRE.FindStringSubmatch(text); m != nil {
+		if m := agentIDRE().FindStringSubmatch(text); m != nil {
 			id = m[1]
 		} else {
 			id = callID
@@ -492,7 +497,7 @@ func (s *subagents) notification(text string, details json.RawMessage, ts string
 	fields := obj(details)
 	id := first(fields, "id", "agentId", "agent_id", "runId")
 	if id == "" {
-		if m := agentIDRE.FindStringSubmatch(text); m != nil {
+		if m := agentIDRE().FindStringSubmatch(text); m != nil {
 			id = m[1]
 		} else {
 			return
@@ -537,14 +542,14 @@ func (s *subagents) place(a *Subagent, fields map[string]any, text string) {
 	a.Branch = firstNonEmpty(first(fields, "branch"), a.Branch)
 	wt := first(fields, "worktree", "worktreePath", "cwd")
 	if wt == "" || !strings.Contains(wt, "/worktrees/") {
-		if m := worktreeRE.FindString(text); m != "" {
+		if m := worktreeRE().FindString(text); m != "" {
 			wt = m
 		}
 	}
 	if wt != "" {
 		a.Worktree = wt
 	}
-	for _, w := range append(worktreeRE.FindAllString(text, -1), a.Worktree) {
+	for _, w := range append(worktreeRE().FindAllString(text, -1), a.Worktree) {
 		if strings.Contains(w, "/worktrees/") && !contains(s.worktrees, w) {
 			s.worktrees = append(s.worktrees, w)
 		}
