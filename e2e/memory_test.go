@@ -40,20 +40,6 @@ func memoryPayload(size int) []byte {
 	return b.Bytes()[:size]
 }
 
-// procStatusKB reads a field (VmHWM, VmRSS) of /proc/<pid>/status.
-func procStatusKB(pid int, field string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
-}
-
 // hostPeak starts a fresh `pi-session serve`, sends it calls offload
 // tool_results of data over its socket as the extension does (the text as
 // bulk bytes, split into blocks text blocks), and returns the host's peak
@@ -82,7 +68,7 @@ func hostPeak(b testing.TB, bin string, data []byte, calls, blocks int) (peak, i
 		b.Fatal(err)
 	}
 	defer c.Close()
-	rss, err := procStatusKB(cmd.Process.Pid, "VmRSS")
+	rss, err := pitest.StatusKB(cmd.Process.Pid, "VmRSS")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +94,7 @@ func hostPeak(b testing.TB, bin string, data []byte, calls, blocks int) (peak, i
 	if !bytes.Contains(notice, []byte("ce_")) {
 		b.Fatalf("the host did not offload the result: %.300s %.300s", res, notice)
 	}
-	hwm, err := procStatusKB(cmd.Process.Pid, "VmHWM")
+	hwm, err := pitest.StatusKB(cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -156,7 +142,7 @@ func TestMemoryChild(t *testing.T) {
 	if err != nil || rep.Action != "replace" {
 		t.Fatalf("not offloaded: %+v %v", rep, err)
 	}
-	peak, err := procStatusKB(os.Getpid(), "VmHWM")
+	peak, err := pitest.StatusKB(os.Getpid(), "VmHWM")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pi-session/pi-session/jsonpath"
+	"github.com/pi-session/pi-session/pitest"
 )
 
 // Benchmarks of the engine on payloads of 64 KB, 1 MB, 16 MB and 100 MB in
@@ -160,37 +159,6 @@ func timeCmd(b *testing.B, script string) (time.Duration, bool) {
 	return best, true
 }
 
-func procKB(field string) int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return n
-		}
-	}
-	return -1
-}
-
-// peakMiB runs op once and returns how much the peak resident set grew.
-func peakMiB(op func()) float64 {
-	runtime.GC()
-	debug.FreeOSMemory()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		op()
-		return -1
-	}
-	before := procKB("VmRSS")
-	op()
-	hwm := procKB("VmHWM")
-	if before < 0 || hwm < 0 {
-		return -1
-	}
-	return float64(hwm-before) / 1024
-}
-
 func benchSizeList() []struct {
 	name string
 	size int
@@ -273,7 +241,7 @@ func BenchmarkEngine(b *testing.B) {
 			}{{"offload", false}, {"error-compaction", true}} {
 				b.Run(prefix+"/"+op.name, func(b *testing.B) {
 					eng, dir := prepare()
-					peak := peakMiB(func() { store(eng, op.isError) })
+					peak := pitest.PeakMiB(func() { store(eng, op.isError) })
 					eng.Close()
 					os.RemoveAll(dir)
 					b.ResetTimer()
@@ -329,7 +297,7 @@ func BenchmarkEngine(b *testing.B) {
 			}
 			for _, op := range reads {
 				b.Run(prefix+"/"+op.name, func(b *testing.B) {
-					peak := peakMiB(op.run)
+					peak := pitest.PeakMiB(op.run)
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						op.run()

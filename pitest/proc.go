@@ -2,7 +2,10 @@ package pitest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -27,4 +30,37 @@ func GroupStates(pgrp int) map[int]string {
 		}
 	}
 	return out
+}
+
+// StatusKB reads a field (VmHWM, VmRSS) of /proc/<pid>/status, in KiB.
+func StatusKB(pid int, field string) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("pitest: no %s in /proc/%d/status", field, pid)
+}
+
+// PeakMiB runs op once in this process and returns how much its peak
+// resident set grew, in MiB (VmHWM after resetting it through
+// /proc/self/clear_refs); -1 where that cannot be measured.
+func PeakMiB(op func()) float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		op()
+		return -1
+	}
+	before, err1 := StatusKB(os.Getpid(), "VmRSS")
+	op()
+	hwm, err2 := StatusKB(os.Getpid(), "VmHWM")
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return float64(hwm-before) / 1024
 }

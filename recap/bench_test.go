@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pi-session/pi-session/pitest"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -57,8 +56,8 @@ func BenchmarkPrepare50MB(b *testing.B) {
 	}
 	b.StopTimer()
 	var f *session.File
-	readPeak := peakMiB(func() { f = read() })
-	prepPeak := peakMiB(func() { _, _ = Prepare(read(), Run{Last: true}) })
+	readPeak := pitest.PeakMiB(func() { f = read() })
+	prepPeak := pitest.PeakMiB(func() { _, _ = Prepare(read(), Run{Last: true}) })
 	_ = f
 	b.ReportMetric(float64(tRead.Milliseconds())/float64(b.N), "read-ms")
 	b.ReportMetric(float64(tPrep.Milliseconds())/float64(b.N), "prepare-ms")
@@ -113,41 +112,6 @@ func writeBenchRun(b *testing.B, path string, size int64) {
 	if err := w.Flush(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// peakMiB runs op once and returns how much the peak resident set grew
-// (Linux: VmHWM after resetting it through /proc/self/clear_refs); -1
-// where that cannot be measured.
-func peakMiB(op func()) float64 {
-	runtime.GC()
-	debug.FreeOSMemory()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		op()
-		return -1
-	}
-	before := procKB("VmRSS")
-	op()
-	hwm := procKB("VmHWM")
-	if before < 0 || hwm < 0 {
-		return -1
-	}
-	return float64(hwm-before) / 1024
-}
-
-func procKB(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
 }
 
 // BenchmarkRedactAdversarial runs the redactor on 48 KB inputs built to
