@@ -486,3 +486,61 @@ func TestRecallFindsOffloadedLines(t *testing.T) {
 	}
 	rpc.Close()
 }
+
+// TestRelaySessionSwitchReturnsHeldText: trigger A holds a prompt with an
+// image and relays; the user starts a new session before the relay ends
+// (another extension holds the compaction open); the held text goes back
+// to the editor with a warning naming the image to re-attach, and nothing
+// is sent to the model or resent into either session.
+func TestRelaySessionSwitchReturnsHeldText(t *testing.T) {
+	e := pitest.NewEnv(t)
+	mark := filepath.Join(e.Work, "..", "compact-waiting")
+	e.Set("SLOW_COMPACT_MARK", mark)
+	e.Set("SLOW_COMPACT_MS", "60000")
+	writeRelayConfig(t, e, `{"auto": {"inputMinTokens": 58000, "beforeExpiry": false}}`)
+	e.Scenario(map[string]any{"steps": longSteps(len(relayPrompts), 40000)})
+	pi, args := relayPiArgs(t, e, "testdata/pi/slow-compact.ts")
+	rpc := pitest.StartRPC(t, e.Command(pi, args...))
+	for _, p := range relayPrompts {
+		rpc.Prompt(p)
+	}
+	sf := sessionFile(t, rpc)
+	before := len(e.Requests())
+
+	const held = "p7: a question typed just before switching sessions"
+	// A 1x1 PNG.
+	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	from := rpc.Mark()
+	id := rpc.Send(map[string]any{"type": "prompt", "message": held, "images": []map[string]any{{"type": "image", "data": png, "mimeType": "image/png"}}})
+	resp, _ := rpc.WaitFrom(from, "the held prompt's response", func(r pitest.Record) bool { return r.Str("type") == "response" && r.Str("id") == id })
+	if d, _ := resp["data"].(map[string]any); d["disposition"] != "handled" {
+		t.Fatalf("the prompt over inputMinTokens was not held: %v", resp)
+	}
+	waitFile(t, mark)
+	sw := rpc.Send(map[string]any{"type": "new_session"})
+	rpc.WaitFrom(from, "the new session", func(r pitest.Record) bool { return r.Str("type") == "response" && r.Str("id") == sw })
+	editor, _ := rpc.WaitFrom(from, "the held text back in the editor", func(r pitest.Record) bool {
+		return r.Str("type") == "extension_ui_request" && r.Str("method") == "set_editor_text"
+	})
+	if got := editor.Str("text"); got != held {
+		t.Errorf("the editor got %q, want the held text %q", got, held)
+	}
+	warn, _ := rpc.WaitFrom(from, "the warning", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "the session changed during the relay")
+	})
+	if msg := warn.Str("message"); !strings.Contains(msg, "re-attach 1 image") {
+		t.Errorf("the warning does not name the image to re-attach: %q", msg)
+	}
+	if got := len(e.Requests()); got != before {
+		t.Errorf("the held prompt reached the model (%d requests)", got-before)
+	}
+	if n := strings.Count(string(data(t, sf)), held); n != 0 {
+		t.Errorf("the held prompt is in the old session %d times, want none", n)
+	}
+	if sf2 := sessionFile(t, rpc); sf2 == sf {
+		t.Errorf("new_session kept the session file %s", sf)
+	} else if b, err := os.ReadFile(sf2); err == nil && strings.Contains(string(b), held) {
+		t.Errorf("the held prompt was sent into the new session")
+	}
+	rpc.Close()
+}
