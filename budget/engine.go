@@ -1068,10 +1068,7 @@ func (e *Engine) Settled(ctx context.Context, p Peer, arm ArmFunc) Answer {
 // writeEmergency writes a mechanical handoff for a fallback that found no
 // usable one.
 func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
-	var prior *Sidecar
-	if s.last.Path != "" {
-		prior, _ = ReadSidecar(s.last.Path)
-	}
+	prior := priorHandoff(s.last.Path)
 	var requests []string
 	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
 	doc := MechanicalSummary(prior, requests, s.peer.SessionFile)

@@ -236,10 +236,7 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
 		}
 	}
-	var prior *Sidecar
-	if s.last.Path != "" {
-		prior, _ = ReadSidecar(s.last.Path)
-	}
+	prior := priorHandoff(s.last.Path)
 	var requests []string
 	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
 	e.event(s, "backstop", map[string]any{"reason": cp.Reason, "mechanical": true})
