@@ -123,7 +123,7 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	if e.opt.Git {
 		m.Repo, m.Repos, m.ReposOmitted = CollectRepos(ctx, s.peer.Cwd, TouchedPaths(branch, s.peer.Cwd))
 	}
-	m.UserMessages = UserMessagesSince(branch)
+	m.UserMessages = UserMessagesSince(branch, s.wasDiscarded)
 	roots := []string{s.peer.Cwd}
 	if m.Repo != nil && m.Repo.Root != s.peer.Cwd {
 		roots = append(roots, m.Repo.Root)
@@ -238,7 +238,7 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 	}
 	prior := priorHandoff(s.last.Path)
 	var requests []string
-	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
+	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b, s.wasDiscarded) })
 	e.event(s, "backstop", map[string]any{"reason": cp.Reason, "mechanical": true})
 	return &CompactionAnswer{Summary: MechanicalSummary(prior, requests, s.peer.SessionFile), Details: &HandoffDetails{Kind: "backstop", Mechanical: true, Source: cp.Reason}}
 }

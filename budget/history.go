@@ -110,13 +110,31 @@ func Restore(branch []*session.Entry) Restored {
 }
 
 // UserMessagesSince returns the text of user messages after the last
-// committed handoff or compaction boundary on the branch, oldest first.
-// Messages that only ask for a handoff (/handoff's request) are kept:
-// they carry the user's instructions.
-func UserMessagesSince(branch []*session.Entry) []string {
+// boundary on the branch, oldest first: a compaction, or a context_handoff
+// that succeeded (a handoff a relaunch continued from leaves no compaction
+// in this file) and was not discarded later. In-flight and failed handoff
+// calls never cut off earlier requests. Messages that only ask for a
+// handoff (/handoff's request) are kept: they carry the user's
+// instructions.
+func UserMessagesSince(branch []*session.Entry, discarded func(path string) bool) []string {
 	start := 0
 	for i, e := range branch {
-		if e.Type == "compaction" {
+		switch {
+		case e.Type == "compaction":
+			start = i + 1
+		case e.Type == "message" && e.Role == "toolResult":
+			p, err := e.Decode()
+			if err != nil {
+				continue
+			}
+			m := p.(*session.MessageEntry).Message
+			if m.ToolName != "context_handoff" || m.IsError {
+				continue
+			}
+			var d HandoffDetails
+			if json.Unmarshal(m.Details, &d) != nil || d.Kind != "handoff" || d.Path == "" || (discarded != nil && discarded(d.Path)) {
+				continue
+			}
 			start = i + 1
 		}
 	}

@@ -88,7 +88,7 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 		m.SessionID = "session"
 	}
 	m.Repo, m.Repos, m.ReposOmitted = budget.CollectRepos(ctx, cwd, budget.TouchedPaths(branch, cwd))
-	m.UserMessages = budget.UserMessagesSince(branch)
+	m.UserMessages = budget.UserMessagesSince(branch, nil)
 	var missing []string
 	for _, f := range a.FilesToRead {
 		if _, err := os.Stat(f); err != nil {
