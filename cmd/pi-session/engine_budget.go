@@ -31,7 +31,8 @@ const engineHandoffUsage = `usage: pi-session engine handoff [--dir DIR] [--sess
 
 Prints the handoff document a context_handoff call with the arguments in
 ARGS.json (a JSON object; - reads stdin) would write: the arguments
-validated as the tool validates them, and the automatic metadata collected
+validated and checked as the tool's first call checks them (files_to_read
+and a launch_prompt file must exist), and the automatic metadata collected
 from DIR (default: the current directory) the way the engine collects it:
 git state of DIR's repository and of the repositories the session's tool
 calls touched, the user's messages since the previous handoff (from
@@ -89,17 +90,17 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 	}
 	m.Repo, m.Repos, m.ReposOmitted = budget.CollectRepos(ctx, cwd, budget.TouchedPaths(branch, cwd))
 	m.UserMessages = budget.UserMessagesSince(branch, nil)
-	var missing []string
-	for _, f := range a.FilesToRead {
-		if _, err := os.Stat(f); err != nil {
-			missing = append(missing, f)
-		}
+	// The objective checks, as the tool's first call makes them (no
+	// registry here, so watch_actions are not checked against running ids).
+	if problems, _ := budget.CheckArgs(a, nil); len(problems) > 0 {
+		fmt.Fprintln(inv.stderr, budget.Rejection(problems))
+		return 1
 	}
 	roots := []string{cwd}
 	if m.Repo != nil && m.Repo.Root != cwd {
 		roots = append(roots, m.Repo.Root)
 	}
-	m.Lint = budget.Lint(roots, budget.LatestStateChange(branch), missing)
+	m.Lint = budget.Lint(roots, budget.LatestStateChange(branch), nil)
 	doc, err := budget.Render(a, m, budget.DefaultDocLimits)
 	if err != nil {
 		fmt.Fprintln(inv.stderr, err)
