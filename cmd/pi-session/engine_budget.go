@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -121,7 +122,8 @@ const engineBudgetUsage = `usage: pi-session engine budget [--config FILE] [--mo
 
 Prints the budget policy as the engine reads the pi session file: the
 configuration in force (--config, else PI_CONTEXT_BUDGET_CONFIG or
-<agent dir>/context-budget.json) with its errors, the context tokens, the
+<agent dir>/context-budget.json, the agent dir being PI_CODING_AGENT_DIR,
+else the one the session file is kept in) with its errors, the context tokens, the
 floor, the configured and effective thresholds, the handoffs committed, the
 phase a turn ending now would put the session in, and what the engine
 would do there. Writes nothing.
@@ -167,7 +169,14 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	}
 	path := *config
 	if path == "" {
-		path = budget.ConfigPath(inv.env.Get)
+		// The session's own agent dir, as engine relay and recall use it.
+		agentDir := paths.SessionAgentDir(inv.env.Get, args[0])
+		path = budget.ConfigPath(func(k string) string {
+			if k == "PI_CODING_AGENT_DIR" {
+				return agentDir
+			}
+			return inv.env.Get(k)
+		})
 	}
 	l := budget.LoadConfig(path)
 	f, err := session.Open(args[0])
