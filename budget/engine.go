@@ -216,7 +216,7 @@ func (e *Engine) configure(s *sess) {
 	s.configured = true
 	if fmt.Sprint(l.Errors) != prevErrs {
 		for _, ce := range l.Errors {
-			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path})
+			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path, "line": ce.Line, "column": ce.Column})
 		}
 	}
 	e.remode(s)

@@ -556,7 +556,7 @@ func TestModeMismatchLoggedOnce(t *testing.T) {
 		t.Errorf("%d mode_mismatch events, want 1: %s", n, eventNames(e.events()))
 	}
 	// An invalid file names the mode it asked for.
-	e2 := newTestEnv(t, `{"mode":"enforce","main":{"soft":5}}`)
+	e2 := newTestEnv(t, `{"mode":"enforce","main":{"soft":500000}}`)
 	v = e2.engine().Start(p, nil, StartParams{})
 	if v.Mode != ModeObserve || v.Footer != "context-budget: configured enforce, effective observe (invalid configuration)" {
 		t.Errorf("invalid configuration: mode %s, footer %q", v.Mode, v.Footer)
