@@ -17,12 +17,12 @@ import (
 
 func init() {
 	engineCommands["handoff"] = engineCommand{
-		usage: "handoff [--dir DIR] [--session FILE] ARGS.json",
+		help:  engineHandoffUsage,
 		about: "the handoff document a context_handoff call would write",
 		run:   cmdEngineHandoff,
 	}
 	engineCommands["budget"] = engineCommand{
-		usage: "budget [--config FILE] [--json] SESSION_FILE",
+		help:  engineBudgetUsage,
 		about: "the budget policy as the engine reads a session",
 		run:   cmdEngineBudget,
 	}

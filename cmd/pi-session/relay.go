@@ -233,13 +233,13 @@ func openOnce(inv *invocation, path string) (*session.File, relay.Reader, error)
 
 func init() {
 	engineCommands["relay"] = engineCommand{
-		usage: "relay [--leaf ID] SESSION_FILE",
-		about: "print the handoff note /relay would write for a session (writes nothing)",
+		help:  relayUsage,
+		about: "the handoff note /relay would write for a session",
 		run:   cmdEngineRelay,
 	}
 	engineCommands["recall"] = engineCommand{
-		usage: "recall [--limit N] SESSION_FILE QUERY...",
-		about: "print what recall would answer for a query (or --entry ID)",
+		help:  recallUsage,
+		about: "what recall would answer for a query (or --entry ID)",
 		run:   cmdEngineRecall,
 	}
 }
