@@ -58,7 +58,12 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 
 	s.target.Store(ptmx)
 	defer s.target.Store(nil)
-	s.pumpOnce.Do(func() { go s.pump() })
+	s.pumpOnce.Do(func() {
+		// The descriptor is taken here, not in the goroutine: the pump
+		// outlives Run, and its *os.File may be closed by then (tests).
+		fd := int(s.opts.Stdin.Fd())
+		go s.pump(fd)
+	})
 	out, err := s.startOutput(ptmx)
 	if err != nil {
 		syscall.Kill(-piPID, syscall.SIGHUP)
@@ -303,9 +308,8 @@ func (s *Supervisor) resume(ptmx *os.File, leader, piPID int) {
 // the terminal has queued (poll, TIOCINQ, read), so that it never waits
 // inside read: a paused pump (see pauseInput) takes nothing from the
 // terminal, which then belongs to the shell.
-func (s *Supervisor) pump() {
+func (s *Supervisor) pump(fd int) {
 	defer s.rescue()
-	fd := int(s.opts.Stdin.Fd())
 	buf := make([]byte, 32<<10)
 	for {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
