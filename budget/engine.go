@@ -413,18 +413,18 @@ func (e *Engine) writeStatus(s *sess) {
 			s.dirty = false
 			s.statusMu.Unlock()
 			s.mu.Lock()
-			fields := s.statusFields()
+			fields, peer := s.statusFields(), s.peer
 			s.mu.Unlock()
 			// Patch, not Read then Write: a bye's end written meanwhile stays.
-			err := e.store.Patch(s.peer.SessionID, func(r *status.Record) {
+			err := e.store.Patch(peer.SessionID, func(r *status.Record) {
 				if r.Cwd == "" && r.SessionFile == "" {
-					r.Cwd, r.SessionFile = s.peer.Cwd, s.peer.SessionFile
+					r.Cwd, r.SessionFile = peer.Cwd, peer.SessionFile
 				}
 				fields(r)
 				r.UpdatedAt = time.Time{}
 			})
 			if err != nil {
-				e.opt.Logger.Warn("budget status", "session", s.peer.SessionID, "err", err)
+				e.opt.Logger.Warn("budget status", "session", peer.SessionID, "err", err)
 			}
 			// At most one durable write a second per session: later
 			// changes wait (and coalesce) unless the engine is closing.
