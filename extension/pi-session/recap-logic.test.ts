@@ -3,11 +3,13 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { execFileSync } from "node:child_process";
 import {
 	activity,
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
+	configTempPath,
 	DEFAULT_SUMMARY_CONFIG,
 	echo,
 	idleDelayMs,
@@ -72,6 +74,84 @@ test("config file: 0600 in a 0700 directory, atomic, defaults when missing or br
 		assert.deepEqual(fs.readdirSync(path.dirname(file)), ["config.private.json"]);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+// blockedSave is a config directory whose next save cannot finish: a FIFO
+// without a reader holds the name of this process's temporary file, so the
+// save's open waits, as on a file system that stopped answering. release
+// opens the FIFO's other end, which lets the abandoned write run on (and
+// lets the test process exit).
+function blockedSave() {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-config-"));
+	const file = configPath(path.join(dir, "agent"));
+	fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+	const before = '{"enabled": true, "provider": "p", "model": "m", "reasoning": "low"}\n';
+	fs.writeFileSync(file, before, { mode: 0o600 });
+	const fifo = configTempPath(file);
+	execFileSync("mkfifo", ["-m", "600", fifo]);
+	const release = async () => {
+		let fd: number | undefined;
+		try {
+			fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+		} catch {
+			return; // the FIFO is gone
+		}
+		try {
+			// The abandoned write ends by removing its temporary file (or,
+			// were it wrong, by renaming it over the config).
+			for (let i = 0; i < 200 && fs.existsSync(fifo); i++) await new Promise((r) => setTimeout(r, 10));
+		} finally {
+			fs.closeSync(fd);
+		}
+	};
+	// config reads the config file, without blocking on a FIFO renamed
+	// over it.
+	const config = () => (fs.lstatSync(file).isFile() ? fs.readFileSync(file, "utf8") : `not a file: ${fs.lstatSync(file).mode.toString(8)}`);
+	return { dir, file, before, release, config };
+}
+
+// within fails when p has not settled after ms: a save that hangs makes
+// the test fail, not the whole run.
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+	let timer: NodeJS.Timeout;
+	const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)));
+	return Promise.race([p, guard]).finally(() => clearTimeout(timer));
+}
+
+test("config save: a write that cannot finish in time fails with the timeout and leaves the previous file", async () => {
+	const b = blockedSave();
+	try {
+		const cfg: SummaryConfig = { enabled: false, provider: "q", model: "n", reasoning: "off" };
+		await assert.rejects(within(saveSummaryConfig(b.file, cfg, { timeoutMs: 100 }), 10_000), (e: Error) => {
+			assert.equal(e.message, `recap: saving ${b.file} did not finish within 0.1 s`);
+			return true;
+		});
+		assert.equal(b.config(), b.before);
+		await b.release();
+		assert.equal(b.config(), b.before, "the abandoned write never renames over the config");
+		assert.deepEqual(fs.readdirSync(path.dirname(b.file)), ["config.private.json"]);
+		await saveSummaryConfig(b.file, cfg); // the next save works
+		assert.deepEqual(await loadSummaryConfig(b.file), cfg);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
+	}
+});
+
+test("config save: an abort stops a write that hangs, and the previous file stays", async () => {
+	const b = blockedSave();
+	try {
+		const ac = new AbortController();
+		const saving = within(saveSummaryConfig(b.file, { ...DEFAULT_SUMMARY_CONFIG, enabled: false }, { signal: ac.signal }), 10_000);
+		setTimeout(() => ac.abort(), 50);
+		await assert.rejects(saving, (e: Error) => e.name === "AbortError");
+		await b.release();
+		assert.equal(b.config(), b.before);
+		assert.deepEqual(fs.readdirSync(path.dirname(b.file)), ["config.private.json"]);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
 	}
 });
 
