@@ -423,3 +423,20 @@ func TestRecapOutsideTUI(t *testing.T) {
 		t.Errorf("summary-recap entries in RPC mode = %d, want 0", n)
 	}
 }
+
+// TestRecapNoModels: without any model that has credentials (no scripted
+// model loaded), /recap's model picker says so and writes nothing.
+func TestRecapNoModels(t *testing.T) {
+	t.Parallel()
+	e := pitest.NewEnv(t)
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t)))
+	tm.WaitReady(1)
+	tm.Submit("/recap")
+	tm.WaitFor("Change model…")
+	tm.Type("\r")
+	tm.WaitFor("No configured models are available for run recaps.")
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("/recap without models wrote %s (%v)", path, err)
+	}
+}
