@@ -467,6 +467,119 @@ test("controller: a running child defers the recap; the last one settling re-arm
 	assert.equal(log.appended.length, 1);
 });
 
+test("controller: a new session drops the pending run and its timer", async () => {
+	const { log, t, c } = await pendingRecap();
+	c.sessionStart(true);
+	assert.equal(c.armed(), false);
+	assert.equal(c.boundary.pending(), false);
+	assert.equal(t.pending.size, 0);
+	await c.settled();
+	assert.equal(c.armed(), false, "no run of the new session yet");
+	assert.equal(log.prepares.length, 0);
+});
+
+test("controller: a run that starts while a recap is pending or written cancels it (a queued or extension message, not only typing)", async () => {
+	const held = await pendingRecap();
+	held.c.beforeAgentStart("B1");
+	assert.equal(held.c.armed(), false, "the timer is cancelled");
+	assert.equal(held.c.boundary.baseline(), "B0", "the first baseline stays");
+	const { log, t, c } = await pendingRecap({
+		summarize: (_p, _c, signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new RecapAborted()))),
+	});
+	t.fireAll();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	c.beforeAgentStart("B1");
+	await settle();
+	assert.equal(c.inFlight(), 0, "the recap in flight is aborted");
+	assert.equal(log.appended.length, 0);
+	assert.equal(c.boundary.baseline(), "B0");
+});
+
+test("controller: an aborted recap writes nothing, even when the model reports the abort as a failure or answers anyway", async () => {
+	const answers: [string, (signal: AbortSignal) => Promise<{ recap: string; next: string }>][] = [
+		["a failure", (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new SummaryError("The summary model request failed: aborted.")))),],
+		["an answer", (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve({ recap: "Late.", next: "Ignore." })))],
+	];
+	for (const [name, summarize] of answers) {
+		for (const stop of ["activity", "shutdown"] as const) {
+			const { log, t, c } = await pendingRecap({ summarize: (_p, _c, signal) => summarize(signal) });
+			t.fireAll();
+			await settle();
+			assert.equal(c.inFlight(), 1);
+			if (stop === "activity") c.userActivity();
+			else await c.shutdown(5_000);
+			await settle();
+			assert.deepEqual(log.appended, [], `${name} after ${stop}`);
+			assert.deepEqual(log.warnings, [], `${name} after ${stop}`);
+			assert.equal(c.boundary.pending(), stop === "activity", `${name} after ${stop}: the run stays pending after activity`);
+		}
+	}
+});
+
+test("controller: shutdown waits for a recap that ends on the abort", async () => {
+	const { log, t, c } = await pendingRecap({
+		summarize: (_p, _c, signal) =>
+			new Promise((_, reject) => signal.addEventListener("abort", () => setTimeout(() => reject(new RecapAborted()), 20))),
+	});
+	t.fireAll();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	await c.shutdown(10_000);
+	assert.equal(c.inFlight(), 0, "shutdown returned before the recap ended");
+	assert.equal(log.ended, 1, "the arbiter slot is released before shutdown returns");
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined, undefined]);
+});
+
+test("controller: a timer that fires while a recap is written starts no second one", async () => {
+	let finish!: () => void;
+	const { log, t, c } = await pendingRecap({
+		summarize: () => new Promise((resolve) => (finish = () => resolve({ recap: "Did it.", next: "Ship it." }))),
+	});
+	t.fireAll();
+	await settle();
+	await c.childActivity(); // a child settled meanwhile: the timer is armed again
+	assert.equal(c.armed(), true);
+	t.fireAll();
+	await settle();
+	assert.equal(log.prepares.length, 1);
+	assert.equal(c.inFlight(), 1);
+	finish();
+	await settle();
+	assert.equal(log.appended.length, 1, "one card");
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
+});
+
+test("controller: a child settling while the main agent is busy does not arm the timer", async () => {
+	const { state, c } = await pendingRecap();
+	state.child = true;
+	await c.childActivity();
+	state.child = false;
+	state.idle = false;
+	await c.childActivity();
+	assert.equal(c.armed(), false, "not idle");
+	state.idle = true;
+	state.pendingMessages = true;
+	await c.childActivity();
+	assert.equal(c.armed(), false, "messages pending");
+	state.pendingMessages = false;
+	await c.childActivity();
+	assert.equal(c.armed(), true);
+});
+
+test("controller: a stale context (it throws after a session switch) means not idle", async () => {
+	const stale = () => {
+		throw new Error("This extension ctx is stale after session replacement or reload.");
+	};
+	const { log, t, c } = await pendingRecap({ isIdle: stale });
+	t.fireAll();
+	await settle();
+	assert.equal(log.prepares.length, 0);
+	assert.equal(c.boundary.pending(), true);
+	await c.childActivity();
+	assert.equal(c.armed(), false);
+});
+
 test("controller: shutdown aborts, waits at most the given time, clears the status", async () => {
 	const { host, log } = fakeHost({ summarize: () => new Promise(() => {}) }); // never settles, ignores abort
 	const timers: Timers = { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
