@@ -684,6 +684,22 @@ test("summarizeRun: an abort is RecapAborted; a slow attempt times out", async (
 	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 5000, overallTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
 });
 
+test("summarizeRun: an abort reported by the provider, or one during the verdict, is RecapAborted and sends nothing more", async () => {
+	let f = fakeCall([{ text: "", stopReason: "aborted" }], [{ ok: false, recap: { recap: "", next: "" }, retry: false, aborted: true, error: "The summary model request was aborted." }]);
+	await assert.rejects(summarizeRun(f.call, req, cfg("high"), new AbortController().signal), (e: Error) => e instanceof RecapAborted);
+	// The user comes back while the engine judges an answer to be retried.
+	const ac = new AbortController();
+	f = fakeCall([{ text: "nope" }, { text: "{}" }], []);
+	const judge = f.call.verdict;
+	f.call.verdict = async (a) => {
+		ac.abort();
+		await judge(a);
+		return { ok: false, recap: { recap: "", next: "" }, retry: true, aborted: false, error: "bad" };
+	};
+	await assert.rejects(summarizeRun(f.call, req, cfg("high"), ac.signal), (e: Error) => e instanceof RecapAborted);
+	assert.equal(f.calls.length, 1, "no retry is sent after the abort");
+});
+
 test("model picker: cheapest output first, unknown cost last, labelled with the cost", () => {
 	const ms = [
 		{ provider: "b", id: "big", cost: { output: 15 } },
