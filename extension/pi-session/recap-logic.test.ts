@@ -26,6 +26,7 @@ import {
 	STATUS_TEXT,
 	SummaryError,
 	summarizeRun,
+	toggleRecaps,
 	realTimers,
 	type Prepared,
 	type RecapEntryData,
@@ -257,6 +258,12 @@ function fakeHost(over: Partial<RecapHost> = {}) {
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
+// until waits for cond, a turn of the event loop at a time (real file
+// reads take a few).
+const until = async (cond: () => boolean) => {
+	for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+	assert.ok(cond(), String(cond));
+};
 const settle = async () => {
 	await flush();
 	await flush();
@@ -698,6 +705,45 @@ test("summarizeRun: an abort reported by the provider, or one during the verdict
 	};
 	await assert.rejects(summarizeRun(f.call, req, cfg("high"), ac.signal), (e: Error) => e instanceof RecapAborted);
 	assert.equal(f.calls.length, 1, "no retry is sent after the abort");
+});
+
+test("/recap toggle: disabling saves, says so, and aborts the recap in flight; the run stays for re-enabling; a failed save changes nothing", async () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-toggle-"));
+	try {
+		const file = configPath(path.join(dir, "agent"));
+		const { log, t, c } = await pendingRecap({
+			config: () => loadSummaryConfig(file),
+			summarize: (_p, _c, signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new RecapAborted()))),
+		});
+		const notes: string[] = [];
+		const notify = (text: string, level: string) => notes.push(`${level}: ${text}`);
+		t.fireAll();
+		await until(() => c.inFlight() === 1);
+
+		// A directory in the config's place: the save fails, nothing changes.
+		fs.mkdirSync(path.join(file, "x"), { recursive: true });
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.deepEqual(notes, ["error: Could not save the private summary config."]);
+		assert.equal(c.inFlight(), 1, "a failed save aborts nothing");
+		fs.rmSync(file, { recursive: true });
+
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.equal(notes.at(-1), "info: Recaps disabled.");
+		assert.equal((await loadSummaryConfig(file)).enabled, false);
+		await until(() => c.inFlight() === 0);
+		assert.deepEqual(log.appended, []);
+		await c.settled();
+		assert.equal(c.armed(), false, "disabled: no timer");
+
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.equal(notes.at(-1), "info: Recaps enabled.");
+		assert.equal((await loadSummaryConfig(file)).enabled, true);
+		await c.settled();
+		assert.equal(c.armed(), true);
+		assert.equal(c.boundary.baseline(), "B0", "the boundary survives the toggle");
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
 });
 
 test("model picker: cheapest output first, unknown cost last, labelled with the cost", () => {

@@ -517,6 +517,27 @@ export class RecapController {
 	}
 }
 
+// toggleRecaps is /recap's "Disable recaps" and "Enable recaps": it saves
+// config with enabled flipped and tells the user. Disabling also cancels
+// the armed timer and aborts recaps in flight; the run boundary stays, so
+// re-enabling recaps everything since. A failed save changes nothing.
+export async function toggleRecaps(
+	file: string,
+	config: SummaryConfig,
+	controller: { userActivity: () => void },
+	notify: (text: string, level: "info" | "error") => void,
+): Promise<void> {
+	const next = { ...config, enabled: !config.enabled };
+	try {
+		await saveSummaryConfig(file, next);
+	} catch {
+		notify("Could not save the private summary config.", "error");
+		return;
+	}
+	if (!next.enabled) controller.userActivity();
+	notify(next.enabled ? "Recaps enabled." : "Recaps disabled.", "info");
+}
+
 // Models for the picker, cheapest output first (unknown cost last), then
 // by name; the label names the output cost when the model reports one.
 export type PickableModel = { provider: string; id: string; cost?: { output?: number } };
