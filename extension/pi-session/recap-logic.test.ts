@@ -746,6 +746,26 @@ test("/recap toggle: disabling saves, says so, and aborts the recap in flight; t
 	}
 });
 
+test("/recap toggle: a save that cannot finish within its 5 s says the config could not be saved, aborts nothing, and keeps the previous file", async () => {
+	const b = blockedSave();
+	try {
+		const notes: string[] = [];
+		let aborted = 0;
+		await within(
+			toggleRecaps(b.file, await loadSummaryConfig(b.file), { userActivity: () => aborted++ }, (text, level) => notes.push(`${level}: ${text}`)),
+			15_000,
+		);
+		assert.deepEqual(notes, ["error: Could not save the private summary config."]);
+		assert.equal(aborted, 0);
+		assert.equal(b.config(), b.before);
+		await b.release();
+		assert.equal(b.config(), b.before);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
+	}
+});
+
 test("model picker: cheapest output first, unknown cost last, labelled with the cost", () => {
 	const ms = [
 		{ provider: "b", id: "big", cost: { output: 15 } },
