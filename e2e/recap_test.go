@@ -299,6 +299,9 @@ func TestRecapCommand(t *testing.T) {
 	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
 	tm.Type("\r")
 	tm.WaitFor("Thinking Level")
+	if strings.Contains(tm.Screen(), "xhigh") {
+		t.Errorf("the reasoning picker offers xhigh, which the recap model does not support:\n%s", tm.Screen())
+	}
 	tm.Type("\r") // the default, medium, is preselected
 	tm.WaitFor("Summary model: faux-recap/recap-1 · medium")
 	path := filepath.Join(e.Agent, "summaries", "config.private.json")
