@@ -51,4 +51,4 @@ clean: ## remove build output (keeps tools/node_modules)
 	rm -rf bin
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's|$$(PREFIX)|$(PREFIX)|g' | awk -F':.*## ' '{printf "  %-9s %s\n", $$1, $$2}'

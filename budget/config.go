@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/paths"
 )
 
@@ -93,13 +94,79 @@ type ConfigError struct {
 	Key     string `json:"key"`
 	Message string `json:"message"`
 	Warning bool   `json:"warning,omitempty"` // an unknown key: reported, the mode stands
+	// Where: the file, and the line and column of the key's value (or of
+	// the syntax error), when LoadConfig knows them.
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
 }
 
 func (e ConfigError) Error() string {
+	if e.File != "" {
+		return "budget: config: " + jsonpos.Message(e.File, jsonpos.Pos{Line: e.Line, Column: e.Column}, e.Key, e.Message)
+	}
 	if e.Key == "" {
 		return "budget: config: " + e.Message
 	}
 	return fmt.Sprintf("budget: config: %s: %s", e.Key, e.Message)
+}
+
+// place sets where each error is: the file, and the position of the value
+// its key names (of the deepest member found along the key's path) or of
+// a syntax error.
+func place(path string, data []byte, errs []ConfigError) {
+	for i := range errs {
+		e := &errs[i]
+		e.File = path
+		if e.Key == "" {
+			if !json.Valid(data) {
+				var v any
+				pos, _ := jsonpos.SyntaxError(data, json.Unmarshal(data, &v))
+				e.Line, e.Column = pos.Line, pos.Column
+			}
+			continue
+		}
+		if off, ok := keyOffset(data, e.Key); ok {
+			pos := jsonpos.At(data, off)
+			e.Line, e.Column = pos.Line, pos.Column
+		}
+	}
+}
+
+// keyOffset finds the value a dotted key names ("models.p/gpt-4.1.main.soft":
+// member names may hold dots, so the longest member name that the key
+// continues is taken at each level; "[i]" stops at the array).
+func keyOffset(data []byte, key string) (int64, bool) {
+	var base int64
+	found := false
+	for key != "" {
+		members, ok := jsonpos.Members(data)
+		if !ok {
+			break
+		}
+		best := -1
+		for i, m := range members {
+			if (key == m.Key || strings.HasPrefix(key, m.Key+".") || strings.HasPrefix(key, m.Key+"[")) && (best < 0 || len(m.Key) > len(members[best].Key)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		m := members[best]
+		// The last member of that name: the one json.Unmarshal keeps.
+		for _, o := range members[best+1:] {
+			if o.Key == m.Key {
+				m = o
+			}
+		}
+		base, data, found = base+m.Offset, m.Value, true
+		key = strings.TrimPrefix(key[len(m.Key):], ".")
+		if strings.HasPrefix(key, "[") {
+			break
+		}
+	}
+	return base, found
 }
 
 // Loaded is a configuration with where it came from and what was wrong.
@@ -144,6 +211,7 @@ func LoadConfig(path string) Loaded {
 		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: fmt.Sprintf("read %s: %v", path, err)}}}
 	}
 	cfg, errs := ParseConfig(data)
+	place(path, data, errs)
 	l := Loaded{Config: cfg, Path: path, Found: true, Errors: errs}
 	var m struct {
 		Mode string `json:"mode"`
@@ -208,7 +276,11 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 			}
 			c.ResumeChecks = out
 		case "main", "subagent":
-			t, e := parseThresholds(key, raw, true, Thresholds{})
+			base := c.Main
+			if key == "subagent" {
+				base = c.Subagent
+			}
+			t, e := parseThresholds(key, raw, base)
 			errs = append(errs, e...)
 			if len(e) == 0 {
 				if key == "main" {
@@ -406,20 +478,13 @@ func forceObserve(c Config) Config {
 	return c
 }
 
-func parseThresholds(key string, raw json.RawMessage, full bool, _ Thresholds) (Thresholds, []ConfigError) {
+func parseThresholds(key string, raw json.RawMessage, base Thresholds) (Thresholds, []ConfigError) {
 	part, errs := parsePartial(key, raw)
 	if len(errs) > 0 {
 		return Thresholds{}, errs
 	}
-	for _, k := range []string{"soft", "handoff", "hard", "minProgress"} {
-		if _, ok := part[k]; !ok && full {
-			errs = append(errs, ConfigError{Key: key + "." + k, Message: "missing"})
-		}
-	}
-	if len(errs) > 0 {
-		return Thresholds{}, errs
-	}
-	t := merge(Thresholds{}, part)
+	// Keys left out keep the role's defaults; the result must be ordered.
+	t := merge(base, part)
 	if msg := order(t); msg != "" {
 		return Thresholds{}, []ConfigError{{Key: key, Message: msg}}
 	}

@@ -1,6 +1,8 @@
 package budget
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,7 +20,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad mode", `{"mode":"strict"}`, ModeObserve, []string{`mode: must be "off", "observe" or "enforce", got "strict"`}},
 		{"negative", `{"mode":"enforce","main":{"soft":-1,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main.soft: must be a positive finite number, got -1"}},
 		{"order", `{"mode":"enforce","main":{"soft":5,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main: soft <= handoff <= hard is required"}},
-		{"missing key", `{"main":{"soft":1,"handoff":2,"hard":3}}`, ModeObserve, []string{"main.minProgress: missing"}},
+		{"a partial role over the defaults, out of order", `{"mode":"enforce","main":{"soft":500000}}`, ModeObserve, []string{"main: soft <= handoff <= hard is required, got soft 500000, handoff 400000, hard 600000"}},
 		{"count not integer", `{"mode":"enforce","maxHandoffsPerSession":1.5}`, ModeObserve, []string{"maxHandoffsPerSession: must be a positive integer"}},
 		{"fraction", `{"mode":"enforce","handoffGrace":{"fraction":1.5}}`, ModeObserve, []string{"handoffGrace.fraction: must be greater than 0 and at most 1"}},
 		{"relative cwd", `{"mode":"enforce","enforceCwds":["~/w"]}`, ModeObserve, []string{"enforceCwds[0]: must be an absolute path"}},
@@ -104,4 +106,60 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		cfg.Effective("/some/cwd")
 	})
+}
+
+// TestConfigErrorPlaces: every error names the file, and the line and
+// column of the value its key names, model ids with dots included; a
+// syntax error gives its own place.
+func TestConfigErrorPlaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "context-budget.json")
+	data := `{
+  "mode": "enforce",
+  "idleMinutes": -1,
+  "enforceCwds": ["/ok", "relative"],
+  "models": {
+    "openai/gpt-4.1": {
+      "main": {"soft": 10, "handoff": "x", "hard": 30}
+    }
+  }
+}
+`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range LoadConfig(path).Errors {
+		got[e.Key] = e.Error()
+	}
+	for key, want := range map[string]string{
+		"idleMinutes":                        path + `:3:18: field "idleMinutes": must be a positive finite number, got -1`,
+		"enforceCwds[1]":                     path + `:4:18: field "enforceCwds[1]": `,
+		"models.openai/gpt-4.1.main.handoff": path + `:7:39: field "models.openai/gpt-4.1.main.handoff": `,
+	} {
+		if !strings.HasPrefix(got[key], "budget: config: "+want) {
+			t.Errorf("%s: %q, want it to begin %q (all: %v)", key, got[key], want, got)
+		}
+	}
+	if err := os.WriteFile(path, []byte("{\n  \"mode\": \"enforce\",\n  \"idleMinutes\": 5,,\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if errs := LoadConfig(path).Errors; len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "budget: config: "+path+":3:") {
+		t.Errorf("a syntax error: %v", errs)
+	}
+}
+
+// TestPartialThresholds: a role's keys left out keep that role's defaults.
+func TestPartialThresholds(t *testing.T) {
+	c, errs := ParseConfig([]byte(`{"mode":"enforce","main":{"hard":700000},"subagent":{"soft":100000,"minProgress":5}}`))
+	if len(errs) != 0 || c.Mode != ModeEnforce {
+		t.Fatalf("errors %v, mode %s", errs, c.Mode)
+	}
+	d := Default()
+	if want := (Thresholds{Soft: d.Main.Soft, Handoff: d.Main.Handoff, Hard: 700000, MinProgress: d.Main.MinProgress}); c.Main != want {
+		t.Errorf("main = %+v, want %+v", c.Main, want)
+	}
+	if want := (Thresholds{Soft: 100000, Handoff: d.Subagent.Handoff, Hard: d.Subagent.Hard, MinProgress: 5}); c.Subagent != want {
+		t.Errorf("subagent = %+v, want %+v", c.Subagent, want)
+	}
 }

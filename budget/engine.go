@@ -156,6 +156,17 @@ func (c Counts) Total() int { return c.Budget + c.Idle + c.Other }
 // projected reports whether the policy only previews (observe mode).
 func (s *sess) projected() bool { return s.mode != ModeEnforce }
 
+// wasDiscarded says whether a handoff draft of this session was discarded
+// (its entries read "<path> (<why>)"): its tool result is no boundary.
+func (s *sess) wasDiscarded(path string) bool {
+	for _, d := range s.discarded {
+		if strings.HasPrefix(d, path+" (") {
+			return true
+		}
+	}
+	return false
+}
+
 // open returns the session's state, created on first use and configured
 // before its first observation, with its lock held: the caller unlocks.
 func (e *Engine) open(p Peer, arm ArmFunc) *sess {
@@ -205,7 +216,7 @@ func (e *Engine) configure(s *sess) {
 	s.configured = true
 	if fmt.Sprint(l.Errors) != prevErrs {
 		for _, ce := range l.Errors {
-			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path})
+			e.event(s, "config_error", map[string]any{"key": ce.Key, "message": ce.Message, "warning": ce.Warning, "path": l.Path, "line": ce.Line, "column": ce.Column})
 		}
 	}
 	e.remode(s)
@@ -1068,12 +1079,9 @@ func (e *Engine) Settled(ctx context.Context, p Peer, arm ArmFunc) Answer {
 // writeEmergency writes a mechanical handoff for a fallback that found no
 // usable one.
 func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
-	var prior *Sidecar
-	if s.last.Path != "" {
-		prior, _ = ReadSidecar(s.last.Path)
-	}
+	prior := priorHandoff(s.last.Path)
 	var requests []string
-	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
+	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b, s.wasDiscarded) })
 	doc := MechanicalSummary(prior, requests, s.peer.SessionFile)
 	dir := HandoffDir(s.peer.Cwd)
 	n := NextN(dir, s.peer.SessionID, s.restored.MaxN)

@@ -556,7 +556,7 @@ func TestModeMismatchLoggedOnce(t *testing.T) {
 		t.Errorf("%d mode_mismatch events, want 1: %s", n, eventNames(e.events()))
 	}
 	// An invalid file names the mode it asked for.
-	e2 := newTestEnv(t, `{"mode":"enforce","main":{"soft":5}}`)
+	e2 := newTestEnv(t, `{"mode":"enforce","main":{"soft":500000}}`)
 	v = e2.engine().Start(p, nil, StartParams{})
 	if v.Mode != ModeObserve || v.Footer != "context-budget: configured enforce, effective observe (invalid configuration)" {
 		t.Errorf("invalid configuration: mode %s, footer %q", v.Mode, v.Footer)
@@ -867,6 +867,42 @@ func TestResumeCheckInHandoffAndContinuation(t *testing.T) {
 		}
 		if got := strings.Contains(a.Entries[1].Content, "## Resume check\n\n"+want); got != c.want {
 			t.Errorf("%s: resume check in the continuation: %v, want %v\n%s", c.name, got, c.want, a.Entries[1].Content)
+		}
+	}
+}
+
+// TestBackstopRecoversPriorFromMarkdown: after a committed handoff whose
+// JSON sidecar was then lost, the overflow backstop's mechanical summary
+// recovers the goal and the user's constraints from the Markdown, and
+// cites the handoff.
+func TestBackstopRecoversPriorFromMarkdown(t *testing.T) {
+	e := newTestEnv(t, enforceConfig)
+	eng := e.engine()
+	p := Peer{SessionID: "s1", Cwd: e.cwd}
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	ctx := context.Background()
+	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Model: "faux/faux-1", Continues: true})
+	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4100), Usage: i64(4000), Continues: true})
+	args := `{"goal":"finish the engine","next_step":"run the tests","facts":"HEAD is one commit","user_constraints":"never push\n\n## Style\n\nsmall commits"}`
+	h := eng.Handoff(ctx, p, nil, HandoffParams{Args: []byte(args), ToolCallID: "c1"})
+	if h.IsError || h.Details == nil {
+		t.Fatalf("handoff: %+v", h)
+	}
+	if a := eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(4300), Continues: true, ToolResults: []ToolResultInfo{{ToolName: "context_handoff"}}}); a.View.Commits != 1 {
+		t.Fatalf("not committed: %+v", a.View)
+	}
+	// Work goes on after the commit: the handoff is no longer a valid snapshot.
+	eng.TurnEnd(ctx, p, nil, TurnEndParams{Tokens: i64(2500), Usage: i64(2500), Continues: true, ToolResults: []ToolResultInfo{{ToolName: "bash"}}})
+	if err := os.Remove(strings.TrimSuffix(h.Details.Path, ".md") + ".json"); err != nil {
+		t.Fatal(err)
+	}
+	ans := eng.Compaction(p, nil, CompactionParams{Reason: "overflow", TokensBefore: 9000})
+	if ans == nil || ans.Details == nil || !ans.Details.Mechanical {
+		t.Fatalf("the overflow backstop in enforce mode gave %+v, want the mechanical summary", ans)
+	}
+	for _, want := range []string{"## Prior handoff: " + h.Details.Path, "recovered from the Markdown", "finish the engine", "never push\n\n#### Style\n\nsmall commits", "run the tests"} {
+		if !strings.Contains(ans.Summary, want) {
+			t.Errorf("the mechanical summary lacks %q:\n%s", want, ans.Summary)
 		}
 	}
 }

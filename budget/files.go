@@ -24,6 +24,10 @@ type Sidecar struct {
 	Metadata Metadata       `json:"metadata"`
 	Backoff  HandoffDetails `json:"backoff"`
 	Launch   string         `json:"launchPrompt,omitempty"` // the launch prompt file
+
+	// recovered says where a prior handoff's fields came from when not
+	// from this sidecar: "markdown", or why nothing could be read.
+	recovered string
 }
 
 // HandoffDir is <repo root or cwd>/.ai-work/handoffs.

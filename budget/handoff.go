@@ -58,44 +58,11 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	}
 	// Objective checks: files_to_read exist, running work is covered.
 	degraded := st.Rejections >= 2 || st.Fallback != "" || manual && s.projected()
-	var problems, missing []string
-	for i, f := range a.FilesToRead {
-		if i == MaxFilesChecked {
-			break
-		}
-		if _, err := os.Stat(f); err != nil {
-			missing = append(missing, f)
-			problems = append(problems, fmt.Sprintf("files_to_read: %s does not exist", f))
-		}
-	}
-	if hp.RunningIDs != nil {
-		covered := map[string]bool{}
-		for _, w := range a.WatchActions {
-			covered[w.ID] = true
-		}
-		for _, id := range hp.RunningIDs {
-			ok := covered[id]
-			for c := range covered {
-				if len(c) >= 8 && strings.HasPrefix(id, c) {
-					ok = true
-				}
-			}
-			if !ok {
-				problems = append(problems, fmt.Sprintf("watch_actions: running %s is not covered", id))
-			}
-		}
-	}
-	// A launch_prompt naming a file must name an existing one; checked
-	// now, before anything is written or a resume check runs.
-	if lp, isPath := launchPromptFile(a.LaunchPrompt); isPath {
-		if st, err := os.Stat(lp); err != nil || !st.Mode().IsRegular() {
-			problems = append(problems, fmt.Sprintf("launch_prompt: %s is not an existing regular file (give the prompt text itself, or an absolute path to a file)", clip.Echo(lp)))
-		}
-	}
+	problems, missing := CheckArgs(a, hp.RunningIDs)
 	if len(problems) > 0 && !degraded {
 		e.apply(s, HandoffRejected{})
 		e.event(s, "handoff_rejected", map[string]any{"problems": problems, "rejections": s.state.Rejections})
-		return toolError(s, "context_handoff: rejected, nothing was written:\n- %s\nFix these and call context_handoff again (after two rejections these checks only warn).", strings.Join(problems, "\n- "))
+		return toolError(s, "%s", Rejection(problems))
 	}
 	var lint []string
 	if degraded {
@@ -123,7 +90,7 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	if e.opt.Git {
 		m.Repo, m.Repos, m.ReposOmitted = CollectRepos(ctx, s.peer.Cwd, TouchedPaths(branch, s.peer.Cwd))
 	}
-	m.UserMessages = UserMessagesSince(branch)
+	m.UserMessages = UserMessagesSince(branch, s.wasDiscarded)
 	roots := []string{s.peer.Cwd}
 	if m.Repo != nil && m.Repo.Root != s.peer.Cwd {
 		roots = append(roots, m.Repo.Root)
@@ -178,6 +145,54 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		b.WriteString(" End your turn now without further tools: the context resets to this handoff at the end of this turn and work continues from its next step.")
 	}
 	return HandoffAnswer{Text: b.String(), Details: &details, View: s.view()}
+}
+
+// CheckArgs runs the objective checks of a handoff's arguments against
+// the world, before anything is written: files_to_read that do not exist
+// (also returned as missing, for lint), running jobs or subagents
+// (runningIDs; nil when no registry can say) not covered by
+// watch_actions, and a launch_prompt naming a file that is not an
+// existing regular file.
+func CheckArgs(a Args, runningIDs []string) (problems, missing []string) {
+	for i, f := range a.FilesToRead {
+		if i == MaxFilesChecked {
+			break
+		}
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, f)
+			problems = append(problems, fmt.Sprintf("files_to_read: %s does not exist", f))
+		}
+	}
+	if runningIDs != nil {
+		covered := map[string]bool{}
+		for _, w := range a.WatchActions {
+			covered[w.ID] = true
+		}
+		for _, id := range runningIDs {
+			ok := covered[id]
+			for c := range covered {
+				if len(c) >= 8 && strings.HasPrefix(id, c) {
+					ok = true
+				}
+			}
+			if !ok {
+				problems = append(problems, fmt.Sprintf("watch_actions: running %s is not covered", id))
+			}
+		}
+	}
+	// A launch_prompt naming a file must name an existing one; checked
+	// now, before anything is written or a resume check runs.
+	if lp, isPath := launchPromptFile(a.LaunchPrompt); isPath {
+		if st, err := os.Stat(lp); err != nil || !st.Mode().IsRegular() {
+			problems = append(problems, fmt.Sprintf("launch_prompt: %s is not an existing regular file (give the prompt text itself, or an absolute path to a file)", clip.Echo(lp)))
+		}
+	}
+	return problems, missing
+}
+
+// Rejection is the tool error for arguments that failed CheckArgs.
+func Rejection(problems []string) string {
+	return "context_handoff: rejected, nothing was written:\n- " + strings.Join(problems, "\n- ") + "\nFix these and call context_handoff again (after two rejections these checks only warn)."
 }
 
 // launchPromptFile reports whether a launch_prompt names a file (an
@@ -236,12 +251,9 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
 		}
 	}
-	var prior *Sidecar
-	if s.last.Path != "" {
-		prior, _ = ReadSidecar(s.last.Path)
-	}
+	prior := priorHandoff(s.last.Path)
 	var requests []string
-	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b) })
+	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b, s.wasDiscarded) })
 	e.event(s, "backstop", map[string]any{"reason": cp.Reason, "mechanical": true})
 	return &CompactionAnswer{Summary: MechanicalSummary(prior, requests, s.peer.SessionFile), Details: &HandoffDetails{Kind: "backstop", Mechanical: true, Source: cp.Reason}}
 }

@@ -110,13 +110,31 @@ func Restore(branch []*session.Entry) Restored {
 }
 
 // UserMessagesSince returns the text of user messages after the last
-// committed handoff or compaction boundary on the branch, oldest first.
-// Messages that only ask for a handoff (/handoff's request) are kept:
-// they carry the user's instructions.
-func UserMessagesSince(branch []*session.Entry) []string {
+// boundary on the branch, oldest first: a compaction, or a context_handoff
+// that succeeded (a handoff a relaunch continued from leaves no compaction
+// in this file) and was not discarded later. In-flight and failed handoff
+// calls never cut off earlier requests. Messages that only ask for a
+// handoff (/handoff's request) are kept: they carry the user's
+// instructions.
+func UserMessagesSince(branch []*session.Entry, discarded func(path string) bool) []string {
 	start := 0
 	for i, e := range branch {
-		if e.Type == "compaction" {
+		switch {
+		case e.Type == "compaction":
+			start = i + 1
+		case e.Type == "message" && e.Role == "toolResult":
+			p, err := e.Decode()
+			if err != nil {
+				continue
+			}
+			m := p.(*session.MessageEntry).Message
+			if m.ToolName != "context_handoff" || m.IsError {
+				continue
+			}
+			var d HandoffDetails
+			if json.Unmarshal(m.Details, &d) != nil || d.Kind != "handoff" || d.Path == "" || (discarded != nil && discarded(d.Path)) {
+				continue
+			}
 			start = i + 1
 		}
 	}
@@ -299,8 +317,8 @@ func Lint(roots []string, latest time.Time, missing []string) []string {
 }
 
 // MechanicalSummary is the emergency summary of the overflow backstop:
-// bounded excerpts of the prior handoff (from its sidecar) when there is
-// one, the recent user requests, and instructions to re-establish state
+// bounded excerpts of the prior handoff (from its sidecar, else recovered
+// from its Markdown; cited even when unreadable) when there is one, the recent user requests, and instructions to re-establish state
 // from files and git. It needs no writable storage.
 func MechanicalSummary(prior *Sidecar, requests []string, sessionFile string) string {
 	var b strings.Builder
@@ -310,6 +328,12 @@ func MechanicalSummary(prior *Sidecar, requests []string, sessionFile string) st
 	}
 	if prior != nil {
 		b.WriteString("\n## Prior handoff: " + prior.Path + "\n")
+		switch r := prior.recovered; {
+		case r == "markdown":
+			b.WriteString("\n(Its JSON sidecar is missing or damaged: the excerpts below were recovered from the Markdown.)\n")
+		case r != "":
+			b.WriteString("\n(It could not be read here: " + cutBytes(oneLine(strings.TrimPrefix(r, "unreadable: ")), 300) + ". Find it or its session file before acting.)\n")
+		}
 		ex := func(title, s string, n int) {
 			if strings.TrimSpace(s) == "" {
 				return
@@ -318,7 +342,7 @@ func MechanicalSummary(prior *Sidecar, requests []string, sessionFile string) st
 			if cut != s {
 				cut += "\n[abbreviated; reread " + prior.Path + " for the full text]"
 			}
-			b.WriteString("\n### " + title + "\n\n" + cut + "\n")
+			b.WriteString("\n### " + title + "\n\n" + nestHeadings(cut, 4) + "\n")
 		}
 		ex("Goal", prior.Args.Goal, 1<<10)
 		ex("User constraints (verbatim)", prior.Args.UserConstraints, 4<<10)
@@ -341,4 +365,50 @@ func MechanicalSummary(prior *Sidecar, requests []string, sessionFile string) st
 		b.WriteString("\n## Recent user requests (verbatim)\n\n" + userMessages(requests, 4<<10) + "\n")
 	}
 	return b.String()
+}
+
+// nestHeadings shifts the Markdown headings of an excerpt (outside code
+// fences) so that the highest becomes level top, keeping their order of
+// levels (at most 6): a prior handoff's nested headings stay nested under
+// the excerpt's own heading instead of reading as its siblings. Only the
+// leading # marks change.
+func nestHeadings(s string, top int) string {
+	level := func(l string) int {
+		n := 0
+		for n < len(l) && l[n] == '#' {
+			n++
+		}
+		if n == 0 || n > 6 || (n < len(l) && l[n] != ' ' && l[n] != '\t') {
+			return 0
+		}
+		return n
+	}
+	lines := strings.Split(s, "\n")
+	headings, minLevel := make([]bool, len(lines)), 7
+	fence := ""
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		switch {
+		case fence != "":
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
+			fence = t[:3]
+		case level(l) > 0:
+			headings[i] = true
+			minLevel = min(minLevel, level(l))
+		}
+	}
+	if minLevel >= top {
+		return s
+	}
+	shift := top - minLevel
+	for i, l := range lines {
+		if headings[i] {
+			n := level(l)
+			lines[i] = strings.Repeat("#", min(6, n+shift)) + l[n:]
+		}
+	}
+	return strings.Join(lines, "\n")
 }

@@ -97,10 +97,27 @@ func TestRestoreContinuedFrom(t *testing.T) {
 	}
 }
 
+// TestUserMessagesSince: the boundary is the last compaction or the last
+// successful context_handoff that was not discarded (a relaunch continued
+// from it); a failed or discarded handoff cuts nothing off.
 func TestUserMessagesSince(t *testing.T) {
-	br := branchOf(t, user("old request"), compaction(SourceBudget, 1), user("first"), assistantCall("bash", `{}`, 1), user("  "), user("second"))
-	if d := cmp.Diff([]string{"first", "second"}, UserMessagesSince(br)); d != "" {
-		t.Errorf("UserMessagesSince (-want +got):\n%s", d)
+	failed := strings.Replace(handoffResult("/r/h-3.md", 3), `"isError":false`, `"isError":true`, 1)
+	for _, c := range []struct {
+		name      string
+		entries   []string
+		discarded func(string) bool
+		want      []string
+	}{
+		{"a compaction", []string{user("old request"), compaction(SourceBudget, 1), user("first"), assistantCall("bash", `{}`, 1), user("  "), user("second")}, nil, []string{"first", "second"}},
+		{"a handoff a relaunch continued from", []string{user("old"), compaction(SourceBudget, 1), user("before"), assistantCall("context_handoff", `{}`, 1), handoffResult("/r/h-2.md", 2), user("after")}, nil, []string{"after"}},
+		{"a failed handoff", []string{user("before"), assistantCall("context_handoff", `{}`, 1), failed, user("after")}, nil, []string{"before", "after"}},
+		{"a discarded draft", []string{user("before"), assistantCall("context_handoff", `{}`, 1), handoffResult("/r/h-2.md", 2), user("after")},
+			func(p string) bool { return p == "/r/h-2.md" }, []string{"before", "after"}},
+		{"no boundary", []string{user("a"), user("b")}, nil, []string{"a", "b"}},
+	} {
+		if d := cmp.Diff(c.want, UserMessagesSince(branchOf(t, c.entries...), c.discarded)); d != "" {
+			t.Errorf("%s: UserMessagesSince (-want +got):\n%s", c.name, d)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ else
   dir=$(mktemp -d "${TMPDIR:-/tmp}/pi-session-demo.XXXXXX")
 fi
 keep=${KEEP:-}
+if [ -n "$keep" ]; then keep_note="kept at the end: KEEP=1"; else keep_note="removed at the end; KEEP=1 keeps them"; fi
 cleanup() {
   if [ -n "$keep" ]; then
     echo "demo: the files of this run are kept in $dir"
@@ -96,7 +97,7 @@ pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   6. Type  fill the session  (a long report), then anything else, then  /relay : the
      conversation becomes a deterministic handoff note plus the latest exchange, without a
      model call. Ask  what did the report find?  : the model fetches it back with recall.
-Files of this run: $dir (removed at the end; KEEP=1 keeps them)
+Files of this run: $dir ($keep_note)
 Press Enter to start.
 TXT
   read -r _

@@ -26,6 +26,23 @@ func AgentDir(getenv Getenv) string {
 	return filepath.Join(Home(getenv), ".pi", "agent")
 }
 
+// SessionAgentDir is the agent directory a session file belongs to:
+// PI_CODING_AGENT_DIR when set, else <X> for a file pi keeps at
+// <X>/sessions/<cwd>/<file>.jsonl (a session of another agent directory,
+// such as the demo's), else AgentDir.
+func SessionAgentDir(getenv Getenv, sessionFile string) string {
+	if getenv("PI_CODING_AGENT_DIR") != "" {
+		return AgentDir(getenv)
+	}
+	if abs, err := filepath.Abs(sessionFile); err == nil {
+		sessions := filepath.Dir(filepath.Dir(abs))
+		if filepath.Base(sessions) == "sessions" {
+			return filepath.Dir(sessions)
+		}
+	}
+	return AgentDir(getenv)
+}
+
 // MarkerDir is where relaunch markers live: PI_SESSION_MARKER_DIR or <agentDir>/relaunch.
 func MarkerDir(getenv Getenv) string {
 	if d := getenv("PI_SESSION_MARKER_DIR"); d != "" {

@@ -28,3 +28,23 @@ func TestDirs(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionAgentDir(t *testing.T) {
+	home := env(map[string]string{"HOME": "/home/u"})
+	set := env(map[string]string{"HOME": "/home/u", "PI_CODING_AGENT_DIR": "/agent"})
+	for _, c := range []struct {
+		getenv Getenv
+		file   string
+		want   string
+	}{
+		{home, "/tmp/demo/agent/sessions/--tmp-demo-work--/2026_x.jsonl", "/tmp/demo/agent"},
+		{home, "/home/u/.pi/agent/sessions/--w--/s.jsonl", "/home/u/.pi/agent"},
+		{home, "/tmp/s.jsonl", "/home/u/.pi/agent"},
+		{home, "/tmp/sessions/s.jsonl", "/home/u/.pi/agent"},
+		{set, "/tmp/demo/agent/sessions/--w--/s.jsonl", "/agent"},
+	} {
+		if got := SessionAgentDir(c.getenv, c.file); got != c.want {
+			t.Errorf("SessionAgentDir(%s) = %s, want %s", c.file, got, c.want)
+		}
+	}
+}

@@ -140,8 +140,12 @@ func Decide(in Input) Decision {
 		if in.Limit == 0 {
 			return stop(Budget, "relaunching is off (PI_SESSION_MAX_RELAUNCHES_PER_HOUR=0)")
 		}
-		return stop(Budget, "%d relaunches in the last hour reach the limit of %d (PI_SESSION_MAX_RELAUNCHES_PER_HOUR); the next is allowed at %s",
-			n, in.Limit, next.Local().Format("15:04:05"))
+		what := "relaunches in the last hour reach"
+		if n == 1 {
+			what = "relaunch in the last hour reaches"
+		}
+		return stop(Budget, "%d %s the limit of %d (PI_SESSION_MAX_RELAUNCHES_PER_HOUR); the next is allowed at %s",
+			n, what, in.Limit, next.Local().Format("15:04:05"))
 	}
 	return Decision{
 		Relaunch: true,

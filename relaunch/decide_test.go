@@ -66,6 +66,10 @@ func TestDecide(t *testing.T) {
 		{"budget freed by the rolling window", func(in *Input) {
 			in.History = []time.Time{t0.Add(-61 * time.Minute), t0.Add(-40 * time.Minute), t0.Add(-30 * time.Minute), t0.Add(-20 * time.Minute), t0.Add(-10 * time.Minute)}
 		}, -1, "relaunching"},
+		{"one relaunch against a limit of one", func(in *Input) {
+			in.Limit = 1
+			in.History = []time.Time{t0.Add(-10 * time.Minute)}
+		}, Budget, "1 relaunch in the last hour reaches the limit of 1"},
 		{"limit zero turns relaunch off", func(in *Input) { in.Limit = 0 }, Budget, "relaunching is off"},
 	}
 	for _, tt := range tests {

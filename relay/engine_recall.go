@@ -342,7 +342,7 @@ func ScanPayload(data []byte, terms []QueryTerm, max int) []PayloadHit {
 		if lineHas(data[start:end], terms) {
 			line += int64(bytes.Count(data[counted:start], []byte{'\n'}))
 			counted = start
-			out = append(out, PayloadHit{Line: line, Text: strings.TrimRight(string(data[start:min(end, start+600)]), "\r")})
+			out = append(out, PayloadHit{Line: line, Offset: int64(start), Text: strings.TrimRight(string(data[start:min(end, start+600)]), "\r")})
 		}
 		pos = end + 1
 	}

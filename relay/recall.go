@@ -83,6 +83,7 @@ type PayloadHit struct {
 	Source string // the tool that produced it
 	Size   int64
 	Line   int64
+	Offset int64 // of the line's first byte
 	Text   string
 }
 
@@ -171,10 +172,10 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	if len(payloads) > 0 {
 		b.WriteString("\nIn offloaded tool results of this session (read more with ctx_read):\n")
 		for _, p := range payloads {
-			call := fmt.Sprintf("{\"id\":%q}", p.Handle)
-			if q := firstTerm(terms); len(q) <= 60 {
-				call = fmt.Sprintf("{\"id\":%q,\"query\":%q,\"ignoreCase\":true}", p.Handle, q)
-			}
+			// The line and what stands around it: a range read is exact
+			// where a query for one of the words could match every line.
+			from := max(0, p.Offset-payloadBefore)
+			call := fmt.Sprintf("{\"id\":%q,\"offset\":%d,\"length\":%d}", p.Handle, from, p.Offset-from+payloadAfter)
 			line := fmt.Sprintf("- %s (%s, %s) line %d: %s\n  ctx_read(%s)\n",
 				p.Handle, p.Source, size(p.Size), p.Line, clip.To(strings.TrimSpace(p.Text), 240), call)
 			if runes(b.String())+runes(line) > SearchCap-40 {
@@ -187,18 +188,12 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	return clip.To(b.String(), SearchCap)
 }
 
-func firstTerm(terms []QueryTerm) string {
-	if len(terms) == 0 {
-		return ""
-	}
-	best := terms[0].Text
-	for _, t := range terms {
-		if len(t.Text) > len(best) {
-			best = t.Text
-		}
-	}
-	return best
-}
+// payloadBefore and payloadAfter are the bytes a hint's range read takes
+// before and from a matching line of an offloaded result.
+const (
+	payloadBefore = 1024
+	payloadAfter  = 3072
+)
 
 func size(n int64) string {
 	switch {

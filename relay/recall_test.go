@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -396,7 +398,7 @@ func TestNoteNumbering(t *testing.T) {
 func TestScanPayload(t *testing.T) {
 	data := []byte("ok line\nEMBER cache miss on shard 3\nembercache ok\nthe Ember_Cache missed again\r\nlast\n")
 	got := ScanPayload(data, ParseQuery("ember-cache miss"), 5)
-	want := []PayloadHit{{Line: 2, Text: "EMBER cache miss on shard 3"}, {Line: 4, Text: "the Ember_Cache missed again"}}
+	want := []PayloadHit{{Line: 2, Offset: 8, Text: "EMBER cache miss on shard 3"}, {Line: 4, Offset: 50, Text: "the Ember_Cache missed again"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("ScanPayload mismatch (-want +got):\n%s", d)
 	}
@@ -512,5 +514,45 @@ func TestRecallPayloadsVisible(t *testing.T) {
 	}
 	if strings.Contains(got, hidden) || strings.Contains(got, "000000000003") {
 		t.Errorf("recall returned lines of an omitted or unnamed offloaded result:\n%s", got)
+	}
+	// The hint reads the line itself, by its byte range.
+	if want := `ctx_read({"id":"` + shown + `","offset":0,"length":3074})`; !strings.Contains(got, want) {
+		t.Errorf("recall's hint is not %s:\n%s", want, got)
+	}
+}
+
+// TestRecallPayloadHintRange: a hint's range read holds its line, with
+// what stands before it, in a payload where the query's words are on
+// every line.
+func TestRecallPayloadHintRange(t *testing.T) {
+	b := newBuilder(t)
+	h := "ce_000000000000000000000001"
+	b.tool("bash", "build log stored as "+h)
+	kept := b.user("next")
+	b.add("-", "compaction", map[string]any{"summary": "note", "firstKeptEntryId": kept, "tokensBefore": 10})
+	path, _, _ := b.open()
+	var log strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&log, "build step %d ok\n", i)
+	}
+	log.WriteString("build step 3000 ERROR linker ran out of memory\n")
+	for i := 3001; i < 6000; i++ {
+		fmt.Fprintf(&log, "build step %d ok\n", i)
+	}
+	data := []byte(log.String())
+	payloads := func(ctx context.Context, cwd, sessionID string, fn func(handle, source string, size int64, data []byte) error) error {
+		return fn(h, "bash", int64(len(data)), data)
+	}
+	e := New(Options{AgentDir: t.TempDir(), Payloads: payloads})
+	got := recallText(t, e, path, map[string]any{"query": "build error"})
+	m := regexp.MustCompile(`ctx_read\(\{"id":"` + h + `","offset":(\d+),"length":(\d+)\}\)`).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("no range hint:\n%s", got)
+	}
+	off, _ := strconv.Atoi(m[1])
+	n, _ := strconv.Atoi(m[2])
+	window := string(data[off:min(len(data), off+n)])
+	if !strings.Contains(window, "build step 3000 ERROR linker ran out of memory") || !strings.Contains(window, "build step 2999 ok") {
+		t.Errorf("the hint's range [%d, +%d) does not hold the line and the one before:\n%s", off, n, window)
 	}
 }

@@ -155,6 +155,17 @@ Environment:
   PI_SESSION_EXTENSION                the extension to pass to pi: a directory (instead of the
                                       bundled one), or "off" for none
   PI_CODING_AGENT_DIR                 pi's agent directory (default ~/.pi/agent)
+  PI_CONTEXT_BUDGET_STATE_DIR         status records and telemetry logs
+                                      (default <agent dir>/context-budget)
+  PI_CONTEXT_BUDGET_CONFIG            the budget engine's configuration
+                                      (default <agent dir>/context-budget.json)
+  PI_RESUME_CHECK                     the budget's resume check command (wins over resumeChecks)
+  PI_SUMMARY_IDLE_MS                  quiet time after a run before its recap
+                                      (default 180000, at least 30000)
+  PI_SESSION_BIN                      the pi-session that plain pi's extension starts
+  XDG_RUNTIME_DIR                     where the engine socket goes first (<dir>/pi-session/)
+  Files: <agent dir>/context-relay.json (relay), <agent dir>/summaries/config.private.json
+  (recap, written by /recap), <workspace>/.pi/context-engineer.json (offload).
   Set for pi only: PI_SESSION_WRAPPER, PI_SESSION_WRAPPER_PID, PI_SESSION_LAUNCH_ID, PI_RELAUNCH_MARKER,
   PI_SESSION_SOCKET (the engine socket)
 

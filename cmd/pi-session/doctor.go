@@ -229,7 +229,14 @@ func checkDirs(env *environ) finding {
 	if len(bad) > 0 {
 		return finding{level: "FAIL", name: "state", detail: strings.Join(bad, "; "), fix: "make them writable by uid " + strconv.Itoa(os.Getuid()) + ", or point PI_CODING_AGENT_DIR (and PI_SESSION_MARKER_DIR, PI_CONTEXT_BUDGET_STATE_DIR) elsewhere"}
 	}
-	return ok("state", "writable: %s", strings.Join(dirs, ", "))
+	var shown []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			d += " (can be created)"
+		}
+		shown = append(shown, d)
+	}
+	return ok("state", "writable: %s", strings.Join(shown, ", "))
 }
 
 // checkMarkerDir checks that relaunch markers can be trusted: their

@@ -5,22 +5,29 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // engineCommand is one engine's command line under `pi-session engine`:
 // what the engine computes from files (a note, a recall, a recap prompt),
 // printed without pi, for users, scripts, tests and benchmarks.
 type engineCommand struct {
-	usage string  // one line: "relay [--leaf ID] SESSION_FILE"
+	help  string  // the command's --help, beginning "usage: pi-session engine <word> ..."
 	about string  // one line: what it prints
 	run   command // gets the arguments after the engine word
+}
+
+// usage is the command's usage line without "usage: pi-session engine ".
+func (c engineCommand) usage() string {
+	line, _, _ := strings.Cut(c.help, "\n")
+	return strings.TrimPrefix(line, "usage: pi-session engine ")
 }
 
 // engineCommands are the words after `pi-session engine`. Each engine's
 // adapter file defines its run function; this table lists them.
 var engineCommands = map[string]engineCommand{
-	"recap":   {usage: "recap [--after ID] SESSION_FILE", about: "the exact request the recap model would receive", run: cmdEngineRecap},
-	"session": {usage: "session [--leaf ID] [--json] SESSION_FILE", about: "a session file as the engines read it, and every problem in it", run: cmdEngineSession},
+	"recap":   {help: engineRecapUsage, about: "the exact request the recap model would receive", run: cmdEngineRecap},
+	"session": {help: engineSessionUsage, about: "a session file as the engines read it, and every problem in it", run: cmdEngineSession},
 }
 
 // cmdEngine dispatches `pi-session engine <word> ...`. `engine` is one
@@ -57,13 +64,9 @@ func printEngineHelp(w io.Writer) {
 		words = append(words, k)
 	}
 	slices.Sort(words)
-	width := 0
-	for _, k := range words {
-		width = max(width, len(engineCommands[k].usage))
-	}
 	for _, k := range words {
 		c := engineCommands[k]
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.usage, c.about)
+		fmt.Fprintf(w, "  %s\n      %s\n", c.usage(), c.about)
 	}
 	fmt.Fprint(w, "\n`pi-session engine <command> --help` says more about each.\n")
 }

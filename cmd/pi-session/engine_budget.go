@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/session"
 )
 
 func init() {
 	engineCommands["handoff"] = engineCommand{
-		usage: "handoff [--dir DIR] [--session FILE] ARGS.json",
+		help:  engineHandoffUsage,
 		about: "the handoff document a context_handoff call would write",
 		run:   cmdEngineHandoff,
 	}
 	engineCommands["budget"] = engineCommand{
-		usage: "budget [--config FILE] [--json] SESSION_FILE",
+		help:  engineBudgetUsage,
 		about: "the budget policy as the engine reads a session",
 		run:   cmdEngineBudget,
 	}
@@ -31,7 +32,8 @@ const engineHandoffUsage = `usage: pi-session engine handoff [--dir DIR] [--sess
 
 Prints the handoff document a context_handoff call with the arguments in
 ARGS.json (a JSON object; - reads stdin) would write: the arguments
-validated as the tool validates them, and the automatic metadata collected
+validated and checked as the tool's first call checks them (files_to_read
+and a launch_prompt file must exist), and the automatic metadata collected
 from DIR (default: the current directory) the way the engine collects it:
 git state of DIR's repository and of the repositories the session's tool
 calls touched, the user's messages since the previous handoff (from
@@ -88,18 +90,18 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 		m.SessionID = "session"
 	}
 	m.Repo, m.Repos, m.ReposOmitted = budget.CollectRepos(ctx, cwd, budget.TouchedPaths(branch, cwd))
-	m.UserMessages = budget.UserMessagesSince(branch)
-	var missing []string
-	for _, f := range a.FilesToRead {
-		if _, err := os.Stat(f); err != nil {
-			missing = append(missing, f)
-		}
+	m.UserMessages = budget.UserMessagesSince(branch, nil)
+	// The objective checks, as the tool's first call makes them (no
+	// registry here, so watch_actions are not checked against running ids).
+	if problems, _ := budget.CheckArgs(a, nil); len(problems) > 0 {
+		fmt.Fprintln(inv.stderr, budget.Rejection(problems))
+		return 1
 	}
 	roots := []string{cwd}
 	if m.Repo != nil && m.Repo.Root != cwd {
 		roots = append(roots, m.Repo.Root)
 	}
-	m.Lint = budget.Lint(roots, budget.LatestStateChange(branch), missing)
+	m.Lint = budget.Lint(roots, budget.LatestStateChange(branch), nil)
 	doc, err := budget.Render(a, m, budget.DefaultDocLimits)
 	if err != nil {
 		fmt.Fprintln(inv.stderr, err)
@@ -120,7 +122,8 @@ const engineBudgetUsage = `usage: pi-session engine budget [--config FILE] [--mo
 
 Prints the budget policy as the engine reads the pi session file: the
 configuration in force (--config, else PI_CONTEXT_BUDGET_CONFIG or
-<agent dir>/context-budget.json) with its errors, the context tokens, the
+<agent dir>/context-budget.json, the agent dir being PI_CODING_AGENT_DIR,
+else the one the session file is kept in) with its errors, the context tokens, the
 floor, the configured and effective thresholds, the handoffs committed, the
 phase a turn ending now would put the session in, and what the engine
 would do there. Writes nothing.
@@ -166,7 +169,14 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	}
 	path := *config
 	if path == "" {
-		path = budget.ConfigPath(inv.env.Get)
+		// The session's own agent dir, as engine relay and recall use it.
+		agentDir := paths.SessionAgentDir(inv.env.Get, args[0])
+		path = budget.ConfigPath(func(k string) string {
+			if k == "PI_CODING_AGENT_DIR" {
+				return agentDir
+			}
+			return inv.env.Get(k)
+		})
 	}
 	l := budget.LoadConfig(path)
 	f, err := session.Open(args[0])

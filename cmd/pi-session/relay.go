@@ -233,13 +233,13 @@ func openOnce(inv *invocation, path string) (*session.File, relay.Reader, error)
 
 func init() {
 	engineCommands["relay"] = engineCommand{
-		usage: "relay [--leaf ID] SESSION_FILE",
-		about: "print the handoff note /relay would write for a session (writes nothing)",
+		help:  relayUsage,
+		about: "the handoff note /relay would write for a session",
 		run:   cmdEngineRelay,
 	}
 	engineCommands["recall"] = engineCommand{
-		usage: "recall [--limit N] SESSION_FILE QUERY...",
-		about: "print what recall would answer for a query (or --entry ID)",
+		help:  recallUsage,
+		about: "what recall would answer for a query (or --entry ID)",
 		run:   cmdEngineRecall,
 	}
 }
@@ -248,7 +248,9 @@ const relayUsage = `usage: pi-session engine relay [--leaf ID] [--first-kept ID]
 
 Prints the handoff note /relay would make of the session file's branch
 ending at --leaf (default: the last entry), as the model would see it.
-Nothing is written. The configuration is <agent dir>/context-relay.json.
+Nothing is written. The configuration is <agent dir>/context-relay.json,
+where the agent dir is PI_CODING_AGENT_DIR, else the one the session file
+is kept in (<agent dir>/sessions/<cwd>/...), else ~/.pi/agent.
 --first-kept is pi's own cut point, used when the part from the last user
 message on is over tailMaxChars (default: none).
 `
@@ -264,12 +266,12 @@ func cmdEngineRelay(ctx context.Context, inv *invocation) int {
 	if len(rest) != 1 {
 		return inv.errorf(exitUsage, "engine relay: want one SESSION_FILE, got %d arguments (see pi-session engine relay --help)", len(rest))
 	}
-	agentDir := paths.AgentDir(inv.env.Get)
+	path := rest[0]
+	agentDir := paths.SessionAgentDir(inv.env.Get, path)
 	cfg, warn := relay.LoadConfig(relay.ConfigPath(agentDir))
 	for _, w := range warn {
 		fmt.Fprintf(inv.stderr, "pi-session: warning: %s\n", w)
 	}
-	path := rest[0]
 	f, read, err := openOnce(inv, path)
 	if err != nil {
 		return inv.errorf(1, "engine relay: %v", err)
@@ -295,7 +297,9 @@ const recallUsage = `usage: pi-session engine recall [--limit N] [--entry ID [--
 Prints what the recall tool would answer in the session: a search of the
 entries that left the context on the branch ending at the file's last entry
 (and the session's offloaded tool results), or with --entry one entry's
-text (note:<n> for a handoff note). Nothing is written.
+text (note:<n> for a handoff note, from the agent dir's context-relay/:
+PI_CODING_AGENT_DIR, else the one the session file is kept in, else
+~/.pi/agent). Nothing is written.
 `
 
 func cmdEngineRecall(ctx context.Context, inv *invocation) int {
@@ -337,7 +341,7 @@ func cmdEngineRecall(ctx context.Context, inv *invocation) int {
 	if f.Header != nil {
 		sessionID, cwd = f.Header.ID, f.Header.Cwd
 	}
-	eng := relay.New(relay.Options{AgentDir: paths.AgentDir(inv.env.Get), Payloads: offloadPayloads()})
+	eng := relay.New(relay.Options{AgentDir: paths.SessionAgentDir(inv.env.Get, path), Payloads: offloadPayloads()})
 	text, err := eng.Recall(ctx, read, relay.RecallRequest{SessionID: sessionID, SessionFile: path, Cwd: cwd, Args: raw})
 	if err != nil {
 		return inv.errorf(1, "engine recall: %v", err)

@@ -136,7 +136,30 @@ func cannotWrite(inv *invocation, agentDir string, err error, changed bool) int 
 	if changed {
 		state = "the extension files were written, settings.json was not changed; pi-session setup --undo removes them"
 	}
-	return inv.errorf(exitCantCreate, "setup: %v; make %s writable by you, or set PI_CODING_AGENT_DIR to a directory you can write (%s)", err, agentDir, state)
+	return inv.errorf(exitCantCreate, "setup: %v; %s, or set PI_CODING_AGENT_DIR to a directory you can write (%s)", err, writeFix(err, agentDir), state)
+}
+
+// writeFix says what to do about a write that failed under agentDir, by
+// its cause: a file where a directory must be, no permission, a read-only
+// or full file system.
+func writeFix(err error, agentDir string) string {
+	var pe *os.PathError
+	path := agentDir
+	if errors.As(err, &pe) {
+		path = pe.Path
+	}
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a file stands where a directory must be, on the way to " + path + ": move it aside"
+	case errors.Is(err, syscall.EEXIST):
+		return path + " exists and is not what setup writes: move it aside"
+	case errors.Is(err, syscall.EROFS):
+		return path + " is on a read-only file system"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "free some space on the file system of " + path
+	default:
+		return "make " + agentDir + " writable by you"
+	}
 }
 
 // member is one top-level member of settings.json, kept as written.

@@ -100,7 +100,7 @@ func setupUndo(inv *invocation, dryRun bool) int {
 		if changed {
 			state = "what is listed above was done"
 		}
-		return inv.errorf(exitCantCreate, "setup --undo: %v; make %s writable by you, then run setup --undo again (%s)", err, agentDir, state)
+		return inv.errorf(exitCantCreate, "setup --undo: %v; %s, then run setup --undo again (%s)", err, writeFix(err, agentDir), state)
 	}
 	changed := false
 
