@@ -299,6 +299,9 @@ func TestRecapCommand(t *testing.T) {
 	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
 	tm.Type("\r")
 	tm.WaitFor("Thinking Level")
+	if strings.Contains(tm.Screen(), "xhigh") {
+		t.Errorf("the reasoning picker offers xhigh, which the recap model does not support:\n%s", tm.Screen())
+	}
 	tm.Type("\r") // the default, medium, is preselected
 	tm.WaitFor("Summary model: faux-recap/recap-1 · medium")
 	path := filepath.Join(e.Agent, "summaries", "config.private.json")
@@ -345,7 +348,7 @@ const recapSession = `{"type":"session","version":3,"id":"01a22bc0-1a36-74a5-80f
 
 // TestRecapCardsAndSettings: cards of a resumed session, a local one and
 // one whose entry lost its payload; /recap's notices when the config
-// cannot be saved, and a dismissed menu that changes nothing.
+// cannot be saved, and a menu dismissed at each step that changes nothing.
 func TestRecapCardsAndSettings(t *testing.T) {
 	t.Parallel()
 	e := pitest.NewEnv(t)
@@ -372,6 +375,16 @@ func TestRecapCardsAndSettings(t *testing.T) {
 	tm.Type("\r")
 	tm.WaitFor("faux-recap/recap-1 · $0.10/Mtok out")
 	tm.Type("\x03")
+	tm.Submit("/recap") // dismissed at the reasoning level
+	tm.WaitForCount("Change model…", 3)
+	tm.Type("\r")
+	tm.WaitForCount("faux-recap/recap-1 · $0.10/Mtok out", 2)
+	tm.Type("\r")
+	tm.WaitFor("Thinking Level")
+	tm.Type("\x03")
+	tm.Submit("/recap")
+	tm.WaitForCount("Disable recaps", 4)
+	// By now a dismissed /recap that saved anyway would have written.
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("a dismissed /recap wrote %s (%v)", path, err)
 	}
@@ -380,16 +393,14 @@ func TestRecapCardsAndSettings(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	tm.Submit("/recap")
-	tm.WaitForCount("Disable recaps", 3)
 	tm.Type("\x1b[B\r")
 	tm.WaitFor("Could not save the private summary config.")
 	tm.Submit("/recap")
-	tm.WaitForCount("Change model…", 4)
+	tm.WaitForCount("Change model…", 5)
 	tm.Type("\r")
-	tm.WaitForCount("faux-recap/recap-1 · $0.10/Mtok out", 2)
+	tm.WaitForCount("faux-recap/recap-1 · $0.10/Mtok out", 3)
 	tm.Type("\r")
-	tm.WaitFor("Thinking Level")
+	tm.WaitForCount("Thinking Level", 2)
 	tm.Type("\r")
 	tm.WaitFor("Could not save the private summary model config.")
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
@@ -421,5 +432,22 @@ func TestRecapOutsideTUI(t *testing.T) {
 	}
 	if n := len(recapEntries(t, e)); n != 0 {
 		t.Errorf("summary-recap entries in RPC mode = %d, want 0", n)
+	}
+}
+
+// TestRecapNoModels: without any model that has credentials (no scripted
+// model loaded), /recap's model picker says so and writes nothing.
+func TestRecapNoModels(t *testing.T) {
+	t.Parallel()
+	e := pitest.NewEnv(t)
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t)))
+	tm.WaitReady(1)
+	tm.Submit("/recap")
+	tm.WaitFor("Change model…")
+	tm.Type("\r")
+	tm.WaitFor("No configured models are available for run recaps.")
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("/recap without models wrote %s (%v)", path, err)
 	}
 }

@@ -3,11 +3,13 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { execFileSync } from "node:child_process";
 import {
 	activity,
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
+	configTempPath,
 	DEFAULT_SUMMARY_CONFIG,
 	echo,
 	idleDelayMs,
@@ -24,6 +26,7 @@ import {
 	STATUS_TEXT,
 	SummaryError,
 	summarizeRun,
+	toggleRecaps,
 	realTimers,
 	type Prepared,
 	type RecapEntryData,
@@ -72,6 +75,84 @@ test("config file: 0600 in a 0700 directory, atomic, defaults when missing or br
 		assert.deepEqual(fs.readdirSync(path.dirname(file)), ["config.private.json"]);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+// blockedSave is a config directory whose next save cannot finish: a FIFO
+// without a reader holds the name of this process's temporary file, so the
+// save's open waits, as on a file system that stopped answering. release
+// opens the FIFO's other end, which lets the abandoned write run on (and
+// lets the test process exit).
+function blockedSave() {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-config-"));
+	const file = configPath(path.join(dir, "agent"));
+	fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+	const before = '{"enabled": true, "provider": "p", "model": "m", "reasoning": "low"}\n';
+	fs.writeFileSync(file, before, { mode: 0o600 });
+	const fifo = configTempPath(file);
+	execFileSync("mkfifo", ["-m", "600", fifo]);
+	const release = async () => {
+		let fd: number | undefined;
+		try {
+			fd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+		} catch {
+			return; // the FIFO is gone
+		}
+		try {
+			// The abandoned write ends by removing its temporary file (or,
+			// were it wrong, by renaming it over the config).
+			for (let i = 0; i < 200 && fs.existsSync(fifo); i++) await new Promise((r) => setTimeout(r, 10));
+		} finally {
+			fs.closeSync(fd);
+		}
+	};
+	// config reads the config file, without blocking on a FIFO renamed
+	// over it.
+	const config = () => (fs.lstatSync(file).isFile() ? fs.readFileSync(file, "utf8") : `not a file: ${fs.lstatSync(file).mode.toString(8)}`);
+	return { dir, file, before, release, config };
+}
+
+// within fails when p has not settled after ms: a save that hangs makes
+// the test fail, not the whole run.
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+	let timer: NodeJS.Timeout;
+	const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)));
+	return Promise.race([p, guard]).finally(() => clearTimeout(timer));
+}
+
+test("config save: a write that cannot finish in time fails with the timeout and leaves the previous file", async () => {
+	const b = blockedSave();
+	try {
+		const cfg: SummaryConfig = { enabled: false, provider: "q", model: "n", reasoning: "off" };
+		await assert.rejects(within(saveSummaryConfig(b.file, cfg, { timeoutMs: 100 }), 10_000), (e: Error) => {
+			assert.equal(e.message, `recap: saving ${b.file} did not finish within 0.1 s`);
+			return true;
+		});
+		assert.equal(b.config(), b.before);
+		await b.release();
+		assert.equal(b.config(), b.before, "the abandoned write never renames over the config");
+		assert.deepEqual(fs.readdirSync(path.dirname(b.file)), ["config.private.json"]);
+		await saveSummaryConfig(b.file, cfg); // the next save works
+		assert.deepEqual(await loadSummaryConfig(b.file), cfg);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
+	}
+});
+
+test("config save: an abort stops a write that hangs, and the previous file stays", async () => {
+	const b = blockedSave();
+	try {
+		const ac = new AbortController();
+		const saving = within(saveSummaryConfig(b.file, { ...DEFAULT_SUMMARY_CONFIG, enabled: false }, { signal: ac.signal }), 10_000);
+		setTimeout(() => ac.abort(), 50);
+		await assert.rejects(saving, (e: Error) => e.name === "AbortError");
+		await b.release();
+		assert.equal(b.config(), b.before);
+		assert.deepEqual(fs.readdirSync(path.dirname(b.file)), ["config.private.json"]);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
 	}
 });
 
@@ -177,6 +258,12 @@ function fakeHost(over: Partial<RecapHost> = {}) {
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
+// until waits for cond, a turn of the event loop at a time (real file
+// reads take a few).
+const until = async (cond: () => boolean) => {
+	for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+	assert.ok(cond(), String(cond));
+};
 const settle = async () => {
 	await flush();
 	await flush();
@@ -387,6 +474,119 @@ test("controller: a running child defers the recap; the last one settling re-arm
 	assert.equal(log.appended.length, 1);
 });
 
+test("controller: a new session drops the pending run and its timer", async () => {
+	const { log, t, c } = await pendingRecap();
+	c.sessionStart(true);
+	assert.equal(c.armed(), false);
+	assert.equal(c.boundary.pending(), false);
+	assert.equal(t.pending.size, 0);
+	await c.settled();
+	assert.equal(c.armed(), false, "no run of the new session yet");
+	assert.equal(log.prepares.length, 0);
+});
+
+test("controller: a run that starts while a recap is pending or written cancels it (a queued or extension message, not only typing)", async () => {
+	const held = await pendingRecap();
+	held.c.beforeAgentStart("B1");
+	assert.equal(held.c.armed(), false, "the timer is cancelled");
+	assert.equal(held.c.boundary.baseline(), "B0", "the first baseline stays");
+	const { log, t, c } = await pendingRecap({
+		summarize: (_p, _c, signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new RecapAborted()))),
+	});
+	t.fireAll();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	c.beforeAgentStart("B1");
+	await settle();
+	assert.equal(c.inFlight(), 0, "the recap in flight is aborted");
+	assert.equal(log.appended.length, 0);
+	assert.equal(c.boundary.baseline(), "B0");
+});
+
+test("controller: an aborted recap writes nothing, even when the model reports the abort as a failure or answers anyway", async () => {
+	const answers: [string, (signal: AbortSignal) => Promise<{ recap: string; next: string }>][] = [
+		["a failure", (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new SummaryError("The summary model request failed: aborted.")))),],
+		["an answer", (signal) => new Promise((resolve) => signal.addEventListener("abort", () => resolve({ recap: "Late.", next: "Ignore." })))],
+	];
+	for (const [name, summarize] of answers) {
+		for (const stop of ["activity", "shutdown"] as const) {
+			const { log, t, c } = await pendingRecap({ summarize: (_p, _c, signal) => summarize(signal) });
+			t.fireAll();
+			await settle();
+			assert.equal(c.inFlight(), 1);
+			if (stop === "activity") c.userActivity();
+			else await c.shutdown(5_000);
+			await settle();
+			assert.deepEqual(log.appended, [], `${name} after ${stop}`);
+			assert.deepEqual(log.warnings, [], `${name} after ${stop}`);
+			assert.equal(c.boundary.pending(), stop === "activity", `${name} after ${stop}: the run stays pending after activity`);
+		}
+	}
+});
+
+test("controller: shutdown waits for a recap that ends on the abort", async () => {
+	const { log, t, c } = await pendingRecap({
+		summarize: (_p, _c, signal) =>
+			new Promise((_, reject) => signal.addEventListener("abort", () => setTimeout(() => reject(new RecapAborted()), 20))),
+	});
+	t.fireAll();
+	await settle();
+	assert.equal(c.inFlight(), 1);
+	await c.shutdown(10_000);
+	assert.equal(c.inFlight(), 0, "shutdown returned before the recap ended");
+	assert.equal(log.ended, 1, "the arbiter slot is released before shutdown returns");
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined, undefined]);
+});
+
+test("controller: a timer that fires while a recap is written starts no second one", async () => {
+	let finish!: () => void;
+	const { log, t, c } = await pendingRecap({
+		summarize: () => new Promise((resolve) => (finish = () => resolve({ recap: "Did it.", next: "Ship it." }))),
+	});
+	t.fireAll();
+	await settle();
+	await c.childActivity(); // a child settled meanwhile: the timer is armed again
+	assert.equal(c.armed(), true);
+	t.fireAll();
+	await settle();
+	assert.equal(log.prepares.length, 1);
+	assert.equal(c.inFlight(), 1);
+	finish();
+	await settle();
+	assert.equal(log.appended.length, 1, "one card");
+	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
+});
+
+test("controller: a child settling while the main agent is busy does not arm the timer", async () => {
+	const { state, c } = await pendingRecap();
+	state.child = true;
+	await c.childActivity();
+	state.child = false;
+	state.idle = false;
+	await c.childActivity();
+	assert.equal(c.armed(), false, "not idle");
+	state.idle = true;
+	state.pendingMessages = true;
+	await c.childActivity();
+	assert.equal(c.armed(), false, "messages pending");
+	state.pendingMessages = false;
+	await c.childActivity();
+	assert.equal(c.armed(), true);
+});
+
+test("controller: a stale context (it throws after a session switch) means not idle", async () => {
+	const stale = () => {
+		throw new Error("This extension ctx is stale after session replacement or reload.");
+	};
+	const { log, t, c } = await pendingRecap({ isIdle: stale });
+	t.fireAll();
+	await settle();
+	assert.equal(log.prepares.length, 0);
+	assert.equal(c.boundary.pending(), true);
+	await c.childActivity();
+	assert.equal(c.armed(), false);
+});
+
 test("controller: shutdown aborts, waits at most the given time, clears the status", async () => {
 	const { host, log } = fakeHost({ summarize: () => new Promise(() => {}) }); // never settles, ignores abort
 	const timers: Timers = { set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
@@ -489,6 +689,81 @@ test("summarizeRun: an abort is RecapAborted; a slow attempt times out", async (
 	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
 	f = fakeCall(["hang"], []);
 	await assert.rejects(summarizeRun({ ...f.call, attemptTimeoutMs: 5000, overallTimeoutMs: 20 }, req, cfg("off"), new AbortController().signal), /did not answer within 0.02 s/);
+});
+
+test("summarizeRun: an abort reported by the provider, or one during the verdict, is RecapAborted and sends nothing more", async () => {
+	let f = fakeCall([{ text: "", stopReason: "aborted" }], [{ ok: false, recap: { recap: "", next: "" }, retry: false, aborted: true, error: "The summary model request was aborted." }]);
+	await assert.rejects(summarizeRun(f.call, req, cfg("high"), new AbortController().signal), (e: Error) => e instanceof RecapAborted);
+	// The user comes back while the engine judges an answer to be retried.
+	const ac = new AbortController();
+	f = fakeCall([{ text: "nope" }, { text: "{}" }], []);
+	const judge = f.call.verdict;
+	f.call.verdict = async (a) => {
+		ac.abort();
+		await judge(a);
+		return { ok: false, recap: { recap: "", next: "" }, retry: true, aborted: false, error: "bad" };
+	};
+	await assert.rejects(summarizeRun(f.call, req, cfg("high"), ac.signal), (e: Error) => e instanceof RecapAborted);
+	assert.equal(f.calls.length, 1, "no retry is sent after the abort");
+});
+
+test("/recap toggle: disabling saves, says so, and aborts the recap in flight; the run stays for re-enabling; a failed save changes nothing", async () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-toggle-"));
+	try {
+		const file = configPath(path.join(dir, "agent"));
+		const { log, t, c } = await pendingRecap({
+			config: () => loadSummaryConfig(file),
+			summarize: (_p, _c, signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new RecapAborted()))),
+		});
+		const notes: string[] = [];
+		const notify = (text: string, level: string) => notes.push(`${level}: ${text}`);
+		t.fireAll();
+		await until(() => c.inFlight() === 1);
+
+		// A directory in the config's place: the save fails, nothing changes.
+		fs.mkdirSync(path.join(file, "x"), { recursive: true });
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.deepEqual(notes, ["error: Could not save the private summary config."]);
+		assert.equal(c.inFlight(), 1, "a failed save aborts nothing");
+		fs.rmSync(file, { recursive: true });
+
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.equal(notes.at(-1), "info: Recaps disabled.");
+		assert.equal((await loadSummaryConfig(file)).enabled, false);
+		await until(() => c.inFlight() === 0);
+		assert.deepEqual(log.appended, []);
+		await c.settled();
+		assert.equal(c.armed(), false, "disabled: no timer");
+
+		await toggleRecaps(file, await loadSummaryConfig(file), c, notify);
+		assert.equal(notes.at(-1), "info: Recaps enabled.");
+		assert.equal((await loadSummaryConfig(file)).enabled, true);
+		await c.settled();
+		assert.equal(c.armed(), true);
+		assert.equal(c.boundary.baseline(), "B0", "the boundary survives the toggle");
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
+
+test("/recap toggle: a save that cannot finish within its 5 s says the config could not be saved, aborts nothing, and keeps the previous file", async () => {
+	const b = blockedSave();
+	try {
+		const notes: string[] = [];
+		let aborted = 0;
+		await within(
+			toggleRecaps(b.file, await loadSummaryConfig(b.file), { userActivity: () => aborted++ }, (text, level) => notes.push(`${level}: ${text}`)),
+			15_000,
+		);
+		assert.deepEqual(notes, ["error: Could not save the private summary config."]);
+		assert.equal(aborted, 0);
+		assert.equal(b.config(), b.before);
+		await b.release();
+		assert.equal(b.config(), b.before);
+	} finally {
+		await b.release();
+		fs.rmSync(b.dir, { recursive: true, force: true });
+	}
 });
 
 test("model picker: cheapest output first, unknown cost last, labelled with the cost", () => {

@@ -73,20 +73,65 @@ export async function loadSummaryConfig(file: string): Promise<SummaryConfig> {
 
 // saveSummaryConfig writes the config atomically (a temporary file, then a
 // rename) with mode 0600 in a 0700 directory, within SAVE_TIMEOUT_MS, and
-// stops when signal aborts.
+// stops when signal aborts. It gives up on time even when the file system
+// does not answer at all (a hung mount: an open that never returns, which
+// no signal can interrupt); the write left behind then never renames over
+// the config, so the previous file stays as it was.
 export async function saveSummaryConfig(file: string, config: SummaryConfig, o: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
-	const timeout = AbortSignal.timeout(o.timeoutMs ?? SAVE_TIMEOUT_MS);
+	const ms = o.timeoutMs ?? SAVE_TIMEOUT_MS;
+	const timeout = AbortSignal.timeout(ms);
 	const signal = o.signal ? AbortSignal.any([o.signal, timeout]) : timeout;
+	signal.throwIfAborted();
+	const run = () => writeAtomic(file, JSON.stringify(config, null, 2) + "\n", signal);
+	const write = (saving = saving.then(run, run));
+	await new Promise<void>((resolve, reject) => {
+		const onAbort = () =>
+			reject(o.signal?.aborted ? o.signal.reason : new Error(`recap: saving ${file} did not finish within ${ms / 1000} s`));
+		signal.addEventListener("abort", onAbort, { once: true });
+		write.then(
+			() => {
+				signal.removeEventListener("abort", onAbort);
+				resolve();
+			},
+			(e) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(e);
+			},
+		);
+	});
+}
+
+// saving is the last save of this process: saves run one after another,
+// so the temporary file of this process (its name is fixed) is never
+// written by two at once (a save stuck behind a hung one fails on its own
+// time).
+let saving: Promise<void> = Promise.resolve();
+
+// configTempPath is the temporary file saveSummaryConfig writes before the
+// rename: beside the config, named after this process.
+export function configTempPath(file: string): string {
+	return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+}
+
+async function writeAtomic(file: string, data: string, signal: AbortSignal): Promise<void> {
+	signal.throwIfAborted();
 	const dir = path.dirname(file);
 	await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
 	signal.throwIfAborted();
-	const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
+	const tmp = configTempPath(file);
 	try {
-		await fs.promises.writeFile(tmp, JSON.stringify(config, null, 2) + "\n", { mode: 0o600, signal });
+		const fh = await fs.promises.open(tmp, "w", 0o600);
+		try {
+			await fh.chmod(0o600); // a leftover of an earlier process with this pid
+			await fh.writeFile(data, { signal });
+			await fh.sync();
+		} finally {
+			await fh.close();
+		}
 		signal.throwIfAborted();
 		await fs.promises.rename(tmp, file);
 	} catch (e) {
-		await fs.promises.rm(tmp, { force: true });
+		await fs.promises.rm(tmp, { force: true }).catch(() => {});
 		throw e;
 	}
 }
@@ -470,6 +515,27 @@ export class RecapController {
 		this.host.append(data);
 		this.boundary.clear();
 	}
+}
+
+// toggleRecaps is /recap's "Disable recaps" and "Enable recaps": it saves
+// config with enabled flipped and tells the user. Disabling also cancels
+// the armed timer and aborts recaps in flight; the run boundary stays, so
+// re-enabling recaps everything since. A failed save changes nothing.
+export async function toggleRecaps(
+	file: string,
+	config: SummaryConfig,
+	controller: { userActivity: () => void },
+	notify: (text: string, level: "info" | "error") => void,
+): Promise<void> {
+	const next = { ...config, enabled: !config.enabled };
+	try {
+		await saveSummaryConfig(file, next);
+	} catch {
+		notify("Could not save the private summary config.", "error");
+		return;
+	}
+	if (!next.enabled) controller.userActivity();
+	notify(next.enabled ? "Recaps enabled." : "Recaps disabled.", "info");
 }
 
 // Models for the picker, cheapest output first (unknown cost last), then

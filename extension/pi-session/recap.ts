@@ -26,6 +26,7 @@ import {
 	saveSummaryConfig,
 	STATUS_KEY,
 	summarizeRun,
+	toggleRecaps,
 	type Prepared,
 	type ReasoningLevel,
 	type RecapEntryData,
@@ -145,15 +146,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			const choice = await c.ui.select("Recap", [change, toggle]);
 			if (choice === change) return changeModel(c, config);
 			if (choice !== toggle) return;
-			const next = { ...config, enabled: !config.enabled };
-			try {
-				await saveSummaryConfig(file(), next);
-			} catch {
-				c.ui.notify("Could not save the private summary config.", "error");
-				return;
-			}
-			if (!next.enabled) controller.userActivity(); // cancel the armed timer, abort recaps in flight
-			c.ui.notify(next.enabled ? "Recaps enabled." : "Recaps disabled.", "info");
+			await toggleRecaps(file(), config, controller, (text, level) => c.ui.notify(text, level));
 		},
 	});
 
