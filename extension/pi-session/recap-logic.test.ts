@@ -34,6 +34,7 @@ import {
 	type SummaryConfig,
 	type Timers,
 	type Verdict,
+	sentence,
 } from "./recap-logic.ts";
 
 test("idleDelayMs: default 180 s, floor 30 s, invalid gives the default", () => {
@@ -667,6 +668,19 @@ test("summarizeRun: without reasoning nothing is retried; errors are SummaryErro
 	await assert.rejects(summarizeRun(f.call, req, { ...cfg("off"), model: "x" }, new AbortController().signal), /p\/x is not available; choose one with \/recap/);
 	f = fakeCall([{ text: "{}" }], [undefined]);
 	await assert.rejects(summarizeRun(f.call, req, cfg("off"), new AbortController().signal), /engine is unreachable/);
+	// A model pi knows but has no credentials for is named, and not called.
+	f = fakeCall([{ text: "{}" }], [bad]);
+	await assert.rejects(
+		summarizeRun({ ...f.call, hasAuth: () => false }, req, cfg("off"), new AbortController().signal),
+		(e: Error) => e instanceof SummaryError && /^The summary model p\/m is not available: pi has no credentials for p; choose a model you have with \/recap\.$/.test(e.message),
+	);
+	assert.equal(f.calls.length, 0);
+});
+
+test("sentence: a warning's error reads as a sentence", () => {
+	assert.equal(sentence("Provider is not configured: deepseek"), "Provider is not configured: deepseek.");
+	assert.equal(sentence("The summary model request failed: 503."), "The summary model request failed: 503.");
+	assert.equal(sentence("did it fail? "), "did it fail?");
 });
 
 test("summarizeRun: an abort is RecapAborted; a slow attempt times out", async (t) => {

@@ -246,6 +246,9 @@ export class RecapAborted extends Error {
 // the engine's verdict on an answer (undefined when the engine is down).
 export type ModelCall<M> = {
 	find: (provider: string, model: string) => M | undefined;
+	// hasAuth says whether pi has credentials for the model (a model pi
+	// knows, such as the default, may have none configured).
+	hasAuth?: (model: M) => boolean;
 	complete: (
 		model: M,
 		context: { systemPrompt: string; messages: unknown[] },
@@ -265,6 +268,9 @@ export type ModelCall<M> = {
 export async function summarizeRun<M>(call: ModelCall<M>, req: { systemPrompt: string; userMessage: string }, config: SummaryConfig, signal: AbortSignal): Promise<RunRecap> {
 	const model = call.find(config.provider, config.model);
 	if (!model) throw new SummaryError(`The summary model ${echo(`${config.provider}/${config.model}`)} is not available; choose one with /recap.`);
+	if (call.hasAuth && !call.hasAuth(model)) {
+		throw new SummaryError(`The summary model ${echo(`${config.provider}/${config.model}`)} is not available: pi has no credentials for ${echo(config.provider)}; choose a model you have with /recap.`);
+	}
 	const overallMs = call.overallTimeoutMs ?? OVERALL_TIMEOUT_MS;
 	const attemptMs = call.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
 	const overall = AbortSignal.timeout(overallMs);
@@ -508,7 +514,7 @@ export class RecapController {
 			if (e instanceof RecapAborted || signal.aborted) return;
 			const why = (e as Error).message;
 			data = { ...p.fallback, ...source, fallback: true };
-			if (why !== this.warned) this.host.warn(`Recap: ${why} A local recap was written instead.`);
+			if (why !== this.warned) this.host.warn(`Recap: ${sentence(why)} A local recap was written instead.`);
 			this.warned = why;
 		}
 		if (signal.aborted || !this.active) return;
@@ -559,4 +565,10 @@ export function isRecapEntryData(d: unknown): d is RecapEntryData {
 	if (!d || typeof d !== "object") return false;
 	const o = d as Record<string, unknown>;
 	return typeof o.recap === "string" && o.recap !== "" && typeof o.next === "string";
+}
+
+// sentence ends a message with a full stop unless it has its own.
+export function sentence(s: string): string {
+	const t = s.trimEnd();
+	return /[.!?…)]$/.test(t) ? t : `${t}.`;
 }

@@ -52,6 +52,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			return summarizeRun(
 				{
 					find: (provider, model) => registry.find(provider, model),
+					hasAuth: (model) => registry.hasConfiguredAuth(model),
 					complete: (model, context, options) => registry.streamSimple(model, context as any, options).result() as any,
 					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: 10_000 }))?.result,
 				},
