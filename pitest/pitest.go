@@ -4,12 +4,14 @@ package pitest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Root is the repository root: the nearest parent of the working directory
@@ -117,7 +119,52 @@ func NewEnv(t testing.TB) *Env {
 		"TERM":                  "xterm-256color",
 		"TMPDIR":                os.TempDir(),
 	}
+	// Registered after TempDir, so it runs before the directory is removed.
+	t.Cleanup(e.waitHosts)
 	return e
+}
+
+// waitHosts waits (at most 10 s) until every engine host that logged its
+// start under the agent dir has exited: a pi-session serve started by
+// plain pi outlives pi by a moment and would write its last log line
+// into a removed directory, leaving it behind in TMPDIR.
+func (e *Env) waitHosts() {
+	f, err := os.Open(filepath.Join(e.Agent, "pi-session", "host.jsonl"))
+	if err != nil {
+		return
+	}
+	pids := map[int]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg     string `json:"msg"`
+			HostPid int    `json:"hostPid"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "host started" && l.HostPid > 0 && l.HostPid != os.Getpid() {
+			pids[l.HostPid] = true
+		}
+	}
+	f.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether pid is a process that has not exited (a zombie
+// has exited).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
 }
 
 // Set sets an environment variable for processes started from e.
