@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/pi-session/pi-session/clip"
 )
@@ -88,7 +90,9 @@ func (f *File) Update() (int, error) {
 	if f.path == "" {
 		return 0, fmt.Errorf("session: update: %w", ErrNoPath)
 	}
-	fd, err := os.Open(f.path)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer. It changes
+	// nothing for a regular file, the only kind read here.
+	fd, err := os.OpenFile(f.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, fmt.Errorf("session: %w", err)
 	}
@@ -96,6 +100,9 @@ func (f *File) Update() (int, error) {
 	info, err := fd.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("session: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return 0, fmt.Errorf("session: %s %s: %w", f.path, fileKind(info.Mode()), ErrNotRegular)
 	}
 	if f.info != nil && !os.SameFile(f.info, info) {
 		return 0, fmt.Errorf("session: update %s: %w", f.path, ErrReplaced)
@@ -295,4 +302,19 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	}
 	slices.Reverse(path)
 	return path, nil
+}
+
+// fileKind says what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "is a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "is a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "is a socket"
+	case m&fs.ModeDevice != 0:
+		return "is a device"
+	}
+	return "is no regular file (" + m.Type().String() + ")"
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -201,5 +203,32 @@ func TestReaderFollows(t *testing.T) {
 	}
 	if len(r.Diagnostics()) != 0 || r.Line() != 3 {
 		t.Errorf("Diagnostics %v, Line %d", r.Diagnostics(), r.Line())
+	}
+}
+
+// TestOpenRefusesNonRegular: a session path that is a FIFO, a device or a
+// directory is refused at once with the path and what it is. A FIFO with
+// no writer blocked Open forever, and /dev/zero grew memory without bound.
+func TestOpenRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "is a named pipe"},
+		{"/dev/null", "is a device"},
+		{dir, "is a directory"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Open(tc.path); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open(%s): %v, want ErrNotRegular naming the path and %q", tc.path, err, tc.want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("Open(%s) still blocked after 20s", tc.path)
+		}
 	}
 }

@@ -50,6 +50,9 @@ var (
 	// ErrEmpty marks an empty file: pi writes a header into it the next
 	// time it saves the session.
 	ErrEmpty = errors.New("empty file")
+	// ErrNotRegular means a session path names a directory, a named pipe,
+	// a device or a socket: reading it could block forever or never end.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // MaxDepth is the nesting beyond which a line is reported (ErrTooDeep).
