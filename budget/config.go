@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // Modes of the policy.
@@ -199,16 +199,19 @@ func ConfigPath(getenv paths.Getenv) string {
 	return filepath.Join(paths.AgentDir(getenv), "context-budget.json")
 }
 
+// maxConfigBytes bounds the configuration file: far above any real one.
+const maxConfigBytes = 1 << 20
+
 // LoadConfig reads and validates the configuration at path. A missing file
 // is the default (observe); an unreadable or invalid one is observe mode
 // with each error named by its key.
 func LoadConfig(path string) Loaded {
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Loaded{Config: Default(), Path: path}
 	}
 	if err != nil {
-		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: fmt.Sprintf("read %s: %v", path, err)}}}
+		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: err.Error()}}}
 	}
 	cfg, errs := ParseConfig(data)
 	place(path, data, errs)

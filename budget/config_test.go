@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -161,5 +163,28 @@ func TestPartialThresholds(t *testing.T) {
 	}
 	if want := (Thresholds{Soft: 100000, Handoff: d.Subagent.Handoff, Hard: d.Subagent.Hard, MinProgress: 5}); c.Subagent != want {
 		t.Errorf("subagent = %+v, want %+v", c.Subagent, want)
+	}
+}
+
+// TestLoadConfigNotRegular: a FIFO, a device or a directory as the
+// configuration is an error naming the path and what it is, at once (a
+// FIFO blocked the engine host forever, /dev/zero grew without bound).
+func TestLoadConfigNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{{fifo, "a named pipe"}, {"/dev/null", "a device"}, {dir, "a directory"}} {
+		done := make(chan Loaded, 1)
+		go func() { done <- LoadConfig(tc.path) }()
+		select {
+		case l := <-done:
+			if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, tc.path) || !strings.Contains(l.Errors[0].Message, tc.want) || l.Config.Mode != ModeObserve {
+				t.Errorf("LoadConfig(%s): %+v", tc.path, l)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("LoadConfig(%s) still blocked after 20s", tc.path)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // Config is the effective configuration of the engine, read from
@@ -345,7 +346,7 @@ func (l *configLoader) get() (Config, []string) {
 		l.config, l.warnings = DefaultConfig(), []string{fmt.Sprintf("%s: %d bytes, more than a configuration may have (%d); using the defaults", l.path, st.size, maxConfigBytes)}
 		return l.config, l.warnings
 	}
-	data, err := os.ReadFile(l.path)
+	data, err := regfile.Read(l.path, maxConfigBytes)
 	if err != nil {
 		l.config, l.warnings = DefaultConfig(), []string{fmt.Sprintf("cannot read %s (%v); using the defaults", l.path, err)}
 		return l.config, l.warnings

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // Version is the note format version, recorded in a relay's compaction
@@ -175,11 +175,14 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 	return c, warn
 }
 
+// maxConfigBytes bounds the configuration file: far above any real one.
+const maxConfigBytes = 1 << 20
+
 // LoadConfig reads the configuration at path. A missing file is the
 // defaults without a warning; an unreadable one is the defaults with one.
 // Warnings name the file.
 func LoadConfig(path string) (Config, []string) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultConfig(), nil
 	}

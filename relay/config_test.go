@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -91,5 +93,20 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if _, warn := LoadConfig(dir); len(warn) != 1 || !strings.HasPrefix(warn[0], dir+": ") {
 		t.Errorf("an unreadable file (a directory): warnings %q", warn)
+	}
+	// A FIFO is refused at once (it blocked the engine host forever).
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string, 1)
+	go func() { _, warn := LoadConfig(fifo); done <- warn }()
+	select {
+	case warn := <-done:
+		if len(warn) != 1 || !strings.Contains(warn[0], fifo) || !strings.Contains(warn[0], "a named pipe") {
+			t.Errorf("a FIFO: warnings %q", warn)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("LoadConfig(FIFO) still blocked after 20s")
 	}
 }

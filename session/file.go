@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // File is a session read into memory: its header, its entries in file order
@@ -102,7 +102,7 @@ func (f *File) Update() (int, error) {
 		return 0, fmt.Errorf("session: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return 0, fmt.Errorf("session: %s %s: %w", f.path, fileKind(info.Mode()), ErrNotRegular)
+		return 0, fmt.Errorf("session: %s %s: %w", f.path, "is "+regfile.Kind(info.Mode()), ErrNotRegular)
 	}
 	if f.info != nil && !os.SameFile(f.info, info) {
 		return 0, fmt.Errorf("session: update %s: %w", f.path, ErrReplaced)
@@ -302,19 +302,4 @@ func (f *File) Branch(leafID string) ([]*Entry, error) {
 	}
 	slices.Reverse(path)
 	return path, nil
-}
-
-// fileKind says what a file that is not a regular file is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "is a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "is a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "is a socket"
-	case m&fs.ModeDevice != 0:
-		return "is a device"
-	}
-	return "is no regular file (" + m.Type().String() + ")"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-session/pi-session/budget"
 	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -115,7 +116,7 @@ func readArg(inv *invocation, name string) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(io.LimitReader(inv.stdin, budget.MaxArgsBytes+1))
 	}
-	return os.ReadFile(name)
+	return regfile.Read(name, budget.MaxArgsBytes)
 }
 
 const engineBudgetUsage = `usage: pi-session engine budget [--config FILE] [--model PROVIDER/ID] [--subagent] [--json] SESSION_FILE

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/offload"
 	"github.com/pi-session/pi-session/paths"
+	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/relay"
 	"github.com/pi-session/pi-session/session"
 )
@@ -175,7 +176,7 @@ func offloadPayloads() relay.Payloads {
 		// The store's own retention: payloads older than storeTtlMs are
 		// gone for ctx_read, so recall does not offer them either.
 		cfg := offload.DefaultConfig()
-		if data, err := os.ReadFile(offload.ConfigPath(cwd)); err == nil {
+		if data, err := regfile.Read(offload.ConfigPath(cwd), 1<<20); err == nil {
 			cfg, _ = offload.ParseConfig(offload.ConfigPath(cwd), data)
 		}
 		ttl := cfg.TTL()
