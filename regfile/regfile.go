@@ -23,7 +23,22 @@ var ErrTooLarge = errors.New("file too large")
 // bytes with ErrTooLarge, so /dev/zero or a file that keeps growing
 // cannot use memory without bound. Errors name the path.
 func Read(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return read(path, limit, 0)
+}
+
+// ReadNoFollow is Read for a file in a directory of pi-session's own (a
+// relay note): a symbolic link in its place is refused, never followed,
+// so a link to /etc/passwd or to a key does not reach a model.
+func ReadNoFollow(path string, limit int64) ([]byte, error) {
+	data, err := read(path, limit, syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("a symbolic link, not followed: %w", ErrNotRegular)}
+	}
+	return data, err
+}
+
+func read(path string, limit int64, flags int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -61,4 +61,10 @@ func TestRead(t *testing.T) {
 			t.Fatalf("Read(%s) still blocked after 20s", tc.path)
 		}
 	}
+	if _, err := ReadNoFollow(link, 10); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("ReadNoFollow(link): %v", err)
+	}
+	if data, err := ReadNoFollow(small, 10); err != nil || len(data) != 10 {
+		t.Errorf("ReadNoFollow(small) = %d bytes, %v", len(data), err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
 )
@@ -331,12 +332,18 @@ func NextNote(dir string) int {
 	return n + 1
 }
 
+// maxNoteBytes bounds a note file read back: a note is at most
+// Limits.Total characters, far below this.
+const maxNoteBytes = 16 << 20
+
 // ReadNoteFile reads note n of a session.
 func (e *Engine) ReadNoteFile(sessionID string, n int) ([]byte, error) {
 	if !safeID().MatchString(sessionID) {
 		return nil, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(sessionID))
 	}
-	data, err := os.ReadFile(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"))
+	// The note directory is the relay's own: a link there is not followed,
+	// and a FIFO or a device is refused rather than read.
+	data, err := regfile.ReadNoFollow(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"), maxNoteBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no note %d (this session's relays wrote %d)", n, NextNote(e.Dir(sessionID))-1)
 	}

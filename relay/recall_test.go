@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pi-session/pi-session/session"
@@ -554,5 +556,41 @@ func TestRecallPayloadHintRange(t *testing.T) {
 	window := string(data[off:min(len(data), off+n)])
 	if !strings.Contains(window, "build step 3000 ERROR linker ran out of memory") || !strings.Contains(window, "build step 2999 ok") {
 		t.Errorf("the hint's range [%d, +%d) does not hold the line and the one before:\n%s", off, n, window)
+	}
+}
+
+// TestRecallNoteFiles: a note file that is a symbolic link (to a secret
+// elsewhere), a FIFO or a directory is refused with its path and what it
+// is; none is followed or blocks. A link to /etc/passwd was read out to
+// the model, and a FIFO blocked recall forever.
+func TestRecallNoteFiles(t *testing.T) {
+	agent := t.TempDir()
+	e := New(Options{AgentDir: agent, Git: func(context.Context, string, string) ([]string, error) { return nil, nil }})
+	s := buildRecallSession(t)
+	dir := e.Dir("s1")
+	if err := os.MkdirAll(filepath.Join(dir, "3.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("the secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "1.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "2.md"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]string{1: "a symbolic link, not followed", 2: "a named pipe", 3: "a directory"} {
+		done := make(chan string, 1)
+		go func() { done <- recallText(t, e, s.path, map[string]any{"entryId": fmt.Sprintf("note:%d", n)}) }()
+		select {
+		case got := <-done:
+			if strings.Contains(got, "the secret") || !strings.Contains(got, filepath.Join(dir, fmt.Sprintf("%d.md", n))) || !strings.Contains(got, want) {
+				t.Errorf("recall note:%d = %.300s, want an error naming the file and %q", n, got, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("recall note:%d still blocked after 20s", n)
+		}
 	}
 }
