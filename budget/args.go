@@ -108,6 +108,10 @@ func ParseArgs(raw []byte, cwd string) (Args, error) {
 			bad(field, "is not valid UTF-8")
 			return ""
 		}
+		if i, r, ok := controlChar(s); ok {
+			bad(field, "contains the control character %U at byte %d; escape sequences would reach the terminal when the handoff is shown: remove it or write it out (\\x1b)", r, i)
+			return ""
+		}
 		if strings.TrimSpace(s) == "" {
 			if required {
 				bad(field, "required; give a nonempty string")
@@ -187,6 +191,11 @@ func ParseArgs(raw []byte, cwd string) (Args, error) {
 						bad(f+"."+k, "must not be empty")
 						ok = false
 						continue
+					case strings.ContainsFunc(s, isControl):
+						_, r, _ := controlChar(s)
+						bad(f+"."+k, "contains the control character %U; remove it", r)
+						ok = false
+						continue
 					case n > MaxWatchField:
 						bad(f+"."+k, "%d characters, at most %d: %s", n, MaxWatchField, clip.Echo(s))
 						ok = false
@@ -230,6 +239,24 @@ func ParseArgs(raw []byte, cwd string) (Args, error) {
 		return Args{}, errs
 	}
 	return a, nil
+}
+
+// isControl reports a character that must not be in an argument: C0
+// controls but tab, newline and carriage return, DEL and C1 controls.
+// ESC and CSI begin the escape sequences a terminal obeys (clear the
+// screen, move the cursor, OSC 52 writes the clipboard).
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || (r >= 0x7f && r <= 0x9f)
+}
+
+// controlChar is the first control character of s and its byte offset.
+func controlChar(s string) (int, rune, bool) {
+	for i, r := range s {
+		if isControl(r) {
+			return i, r, true
+		}
+	}
+	return 0, 0, false
 }
 
 func echoRaw(v json.RawMessage) string {

@@ -3,9 +3,15 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/clip"
 )
 
 func sampleMetadata() Metadata {
@@ -129,6 +135,8 @@ func TestParseArgs(t *testing.T) {
 		{"watch missing", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a"}]}`, []string{"watch_actions[0].target: required", "watch_actions[0].on_complete: required"}},
 		{"watch too long", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a","target":"` + long + `","on_complete":"c"}]}`, []string{"watch_actions[0].target: 400 characters, at most 300", "…(400 chars)"}},
 		{"watch dup", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"a","target":"t","on_complete":"c"},{"id":"a","target":"t","on_complete":"c"}]}`, []string{"watch_actions[1].id: duplicate id a"}},
+		{"escape in goal", `{"goal":"g\u001b]52;c;SGk=\u0007","next_step":"n\u0000x","facts":"f\u009b2J"}`, []string{"goal: contains the control character U+001B at byte 1", "next_step: contains the control character U+0000 at byte 1", "facts: contains the control character U+009B at byte 1"}},
+		{"escape in watch", `{"goal":"g","next_step":"n","facts":"f","watch_actions":[{"id":"\u001b[2J","target":"t","on_complete":"c"}]}`, []string{"watch_actions[0].id: contains the control character U+001B"}},
 		{"long value echoed clipped", `{"goal":"g","next_step":"n","facts":{"x":"` + long + `"}}`, []string{"facts: must be a string", "…(408 chars)"}},
 	} {
 		a, err := ParseArgs([]byte(c.in), "/w")
@@ -175,4 +183,35 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("document of %d bytes", len(doc))
 		}
 	})
+}
+
+// TestCheckArgsFiles: files_to_read that the next process could not read
+// are named for what they are: a FIFO (reading it blocks) or a device is
+// refused, a link loop is "cannot be read" with the reason rather than
+// "does not exist", and a long path is echoed clipped.
+func TestCheckArgsFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	long := filepath.Join(dir, strings.Repeat("d/", 150)+"x")
+	a := Args{FilesToRead: []string{fifo, "/dev/zero", loop, dir, long}}
+	problems, missing := CheckArgs(a, nil)
+	want := []string{
+		"files_to_read: " + fifo + " is a named pipe, not a file to read",
+		"files_to_read: /dev/zero is a device, not a file to read",
+		"files_to_read: " + loop + " cannot be read: too many levels of symbolic links",
+		"files_to_read: " + clip.Echo(long) + " does not exist",
+	}
+	if diff := cmp.Diff(want, problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{loop, long}, missing); diff != "" {
+		t.Errorf("missing (-want +got):\n%s", diff)
+	}
 }

@@ -2,12 +2,15 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -158,9 +161,18 @@ func CheckArgs(a Args, runningIDs []string) (problems, missing []string) {
 		if i == MaxFilesChecked {
 			break
 		}
-		if _, err := os.Stat(f); err != nil {
+		st, err := os.Stat(f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			missing = append(missing, f)
-			problems = append(problems, fmt.Sprintf("files_to_read: %s does not exist", f))
+			problems = append(problems, fmt.Sprintf("files_to_read: %s does not exist", clip.Echo(f)))
+		case err != nil:
+			// A link loop, a denied directory: say which, not "does not exist".
+			missing = append(missing, f)
+			problems = append(problems, fmt.Sprintf("files_to_read: %s cannot be read: %s", clip.Echo(f), clip.Echo(statReason(err))))
+		case !st.IsDir() && !st.Mode().IsRegular():
+			// The next process would block reading a FIFO, or read a device forever.
+			problems = append(problems, fmt.Sprintf("files_to_read: %s is %s, not a file to read", clip.Echo(f), regfile.Kind(st.Mode())))
 		}
 	}
 	if runningIDs != nil {
@@ -188,6 +200,15 @@ func CheckArgs(a Args, runningIDs []string) (problems, missing []string) {
 		}
 	}
 	return problems, missing
+}
+
+// statReason is why a stat failed, without the path the message names.
+func statReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // Rejection is the tool error for arguments that failed CheckArgs.
