@@ -3,15 +3,44 @@
 package clip
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
 // EchoChars is how much of an argument a message repeats.
 const EchoChars = 200
 
-// Echo is s cut to EchoChars characters, as To does.
-func Echo(s string) string { return To(s, EchoChars) }
+// Echo is s cut to EchoChars characters, as To does, with its control
+// characters (but tab and newline) written out as \x1b or \u009b: an
+// argument echoed in a message that reaches a terminal can then not clear
+// the screen, move the cursor or set the clipboard (OSC 52).
+func Echo(s string) string { return visible(To(s, EchoChars)) }
+
+// visible writes out the control characters of s but tab and newline.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !isControl(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// isControl: C0 controls but tab and newline, DEL, C1 controls.
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f)
+}
 
 // To returns s when it has at most n characters; otherwise its first n
 // characters followed by "…(N chars)", N being the length of s in

@@ -25,6 +25,17 @@ func TestTo(t *testing.T) {
 			t.Errorf("To(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
 		}
 	}
+	for in, want := range map[string]string{
+		"a\x1b]52;c;SGk=\x07b":   `a\x1b]52;c;SGk=\x07b`,
+		"\x1b[2J\x1b[H":          `\x1b[2J\x1b[H`,
+		"csi \u009b31m nul \x00": `csi \u009b31m nul \x00`,
+		"tab\tand\nnewline":      "tab\tand\nnewline",
+		"del \x7f cr \r":         `del \x7f cr \x0d`,
+	} {
+		if got := Echo(in); got != want {
+			t.Errorf("Echo(%q) = %q, want %q", in, got, want)
+		}
+	}
 	big := strings.Repeat("x", 1<<20)
 	if got := Echo(big); utf8.RuneCountInString(got) > EchoChars+20 || !strings.HasSuffix(got, "…(1048576 chars)") {
 		t.Errorf("Echo(1 MiB) = %d chars ending %q", utf8.RuneCountInString(got), got[len(got)-20:])
