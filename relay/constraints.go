@@ -183,9 +183,15 @@ type UserText struct {
 // ExtractConstraints collects the instructions of the user's messages
 // (oldest first), merges repeats (the latest occurrence names the entry,
 // the first position keeps its order) and marks each instruction a later
-// one contradicts or replaces.
+// one contradicts or replaces. Each sentence's features (subject words,
+// polarity) are computed once, so the work is one set comparison per
+// pair of current instructions, and at most maxCurrent current ones are
+// compared with a new one (the latest): 10,000 instructions in one
+// message took over two minutes when every pair recomputed them.
 func ExtractConstraints(msgs []UserText) []Constraint {
 	var out []Constraint
+	var feats []features     // feats[i] describes out[i]
+	var current []int        // indices of out not superseded, oldest first
 	seen := map[string]int{} // normalized text -> index in out
 	for _, m := range msgs {
 		for _, s := range Sentences(m.Text) {
@@ -194,52 +200,79 @@ func ExtractConstraints(msgs []UserText) []Constraint {
 			}
 			key := normalize(s)
 			at, again := seen[key]
-			for i := range out {
-				if (!again || i != at) && out[i].SupersededBy == "" && supersedes(s, out[i].Text) {
+			later := featuresOf(s)
+			kept := current[:0]
+			for k, i := range current {
+				if k >= len(current)-maxCurrent && (!again || i != at) && later.supersedes(feats[i]) {
 					out[i].SupersededBy = s
+					continue
 				}
+				kept = append(kept, i)
 			}
+			current = kept
 			if again {
 				// Said again: it is current again, from the latest message.
+				if out[at].SupersededBy != "" {
+					current = append(current, at)
+				}
 				out[at].EntryID = m.EntryID
 				out[at].SupersededBy = ""
 				continue
 			}
 			seen[key] = len(out)
+			current = append(current, len(out))
 			out = append(out, Constraint{Text: s, EntryID: m.EntryID})
+			feats = append(feats, later)
 		}
 	}
 	return out
 }
 
+// maxCurrent bounds the current instructions a new one is compared with
+// (the latest ones): far above what a user states, it keeps a message of
+// thousands of generated rules linear.
+const maxCurrent = 200
+
+// features are what supersedes compares of an instruction, computed once.
+type features struct {
+	subj     map[string]bool
+	neg      bool            // a prohibition
+	replaces bool            // says it revises ("instead", "from now on")
+	rejected map[string]bool // Y of "use X, not Y"; nil without one
+}
+
+func featuresOf(s string) features {
+	f := features{subj: subject(s), neg: negative().MatchString(s), replaces: replacing().MatchString(s)}
+	if m := useNot().FindStringSubmatch(s); m != nil {
+		f.rejected = subject(m[2])
+	}
+	return f
+}
+
 // supersedes reports whether the later instruction contradicts or
 // replaces the earlier one.
-func supersedes(later, earlier string) bool {
-	lk, ek := subject(later), subject(earlier)
+func (l features) supersedes(e features) bool {
+	lk, ek := l.subj, e.subj
 	if len(lk) == 0 || len(ek) == 0 {
 		return false
 	}
 	// "use X, not Y" (or "instead of Y"): an earlier instruction about Y
 	// that is not itself a prohibition of Y is replaced.
-	if m := useNot().FindStringSubmatch(later); m != nil {
-		rejected := subject(m[2])
-		if len(rejected) > 0 && overlap(rejected, ek) == len(rejected) && !negative().MatchString(earlier) {
-			return true
-		}
+	if len(l.rejected) > 0 && overlap(l.rejected, ek) == len(l.rejected) && !e.neg {
+		return true
 	}
 	shared := overlap(lk, ek)
 	if shared == 0 {
 		return false
 	}
-	negL, negE := negative().MatchString(later), negative().MatchString(earlier)
 	// The same subject with the opposite polarity: "Always use tabs" then
 	// "Never use tabs".
-	if negL != negE && shared*10 >= 6*min(len(lk), len(ek)) {
+	if l.neg != e.neg && shared*10 >= 6*min(len(lk), len(ek)) {
 		return true
 	}
 	// A revision ("from now on", "instead", "no longer") about most of the
 	// earlier subject.
-	if replacing().MatchString(later) && shared*2 >= len(ek) {
+	if l.replaces && shared*2 >= len(ek) {
 		return true
 	}
 	return false

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,5 +111,40 @@ func TestExtractConstraints(t *testing.T) {
 		if d := cmp.Diff(tt.want, got); d != "" {
 			t.Errorf("%s: ExtractConstraints mismatch (-want +got):\n%s", tt.name, d)
 		}
+	}
+}
+
+// TestExtractConstraintsWindow: a new instruction is compared with the
+// latest maxCurrent current ones only, which keeps a message of thousands
+// of rules linear (10,000 took over two minutes when every new one was
+// compared with every earlier one, recomputing both). Inside the window a
+// contradiction still supersedes; past it, it no longer does.
+func TestExtractConstraintsWindow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Never use tabs.\n")
+	for i := range maxCurrent {
+		fmt.Fprintf(&b, "Always run check%d.\n", i)
+	}
+	b.WriteString("Always use tabs.\nNever run check199.\n")
+	got := ExtractConstraints([]UserText{{"u1", b.String()}})
+	if len(got) != maxCurrent+3 {
+		t.Fatalf("%d constraints, want %d", len(got), maxCurrent+3)
+	}
+	if got[0].SupersededBy != "" {
+		t.Errorf("an instruction %d current ones back was compared: superseded by %q", maxCurrent, got[0].SupersededBy)
+	}
+	if got[maxCurrent].SupersededBy != "Never run check199." {
+		t.Errorf("the latest %q: superseded by %q, want by the contradiction", got[maxCurrent].Text, got[maxCurrent].SupersededBy)
+	}
+}
+
+func BenchmarkExtractConstraints(b *testing.B) {
+	var s strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&s, "You must never touch file%d.go and always run test%d. ", i, i)
+	}
+	msgs := []UserText{{"u1", s.String()}}
+	for b.Loop() {
+		ExtractConstraints(msgs)
 	}
 }
