@@ -116,6 +116,20 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 	unknown := func(m jsonpos.Member, prefix string) {
 		say(m.KeyOffset, clip.Echo(prefix+m.Key), "unknown key, ignored")
 	}
+	// twice warns of a key given more than once in one object: the last
+	// one is used, as JSON readers do, but an edit may have gone to the
+	// other.
+	twice := func(members []jsonpos.Member, prefix string) {
+		first := map[string]int64{}
+		for _, m := range members {
+			if off, ok := first[m.Key]; ok {
+				say(m.KeyOffset, clip.Echo(prefix+m.Key), "given twice (first at line %d, column %d): the last one is used", jsonpos.At(data, off).Line, jsonpos.At(data, off).Column)
+				continue
+			}
+			first[m.Key] = m.KeyOffset
+		}
+	}
+	twice(top, "")
 	const big = 1 << 30
 	for _, m := range top {
 		switch m.Key {
@@ -130,6 +144,7 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			if !ok {
 				continue
 			}
+			twice(sub, "limits.")
 			l := &c.Limits
 			keys := map[string]struct {
 				dst    *int
@@ -151,6 +166,7 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			if !ok {
 				continue
 			}
+			twice(sub, "auto.")
 			a := &c.Auto
 			for _, sm := range sub {
 				switch f := "auto." + sm.Key; sm.Key {

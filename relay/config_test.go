@@ -49,6 +49,11 @@ func TestParseConfig(t *testing.T) {
 			`c.json:1:2: field "enabeld": unknown key, ignored`,
 			`c.json:2:13: field "limits.totl": unknown key, ignored`,
 		}},
+		{"a key twice", "{\"enabled\": false,\n \"enabled\": true, \"limits\": {\"total\": 600, \"total\": 700}}",
+			func() Config { c := DefaultConfig(); c.Limits.Total = 700; return c }(), []string{
+				`c.json:2:2: field "enabled": given twice (first at line 1, column 2): the last one is used`,
+				`c.json:2:44: field "limits.total": given twice (first at line 2, column 30): the last one is used`,
+			}},
 		{"not an object", ` [1]`, DefaultConfig(), []string{`c.json:1:2: the file holds an array, not an object: every key has its default`}},
 		{"not JSON", "{\"enabled\":\n tru}", DefaultConfig(), []string{`c.json:2:5: invalid JSON: invalid character '}' in literal true (expecting 'e'): every key has its default`}},
 		{"cut short", `{"enabled": true`, DefaultConfig(), []string{`c.json:1:17: unexpected end of file: the JSON is cut short: every key has its default`}},
