@@ -69,6 +69,14 @@ test("config file: 0600 in a 0700 directory, atomic, defaults when missing or br
 		assert.deepEqual(fs.readdirSync(path.dirname(file)), ["config.private.json"]);
 		fs.writeFileSync(file, "{not json");
 		assert.deepEqual(await loadSummaryConfig(file), DEFAULT_SUMMARY_CONFIG);
+		// A FIFO, a directory or a device in the config's place gives the
+		// defaults at once (a FIFO blocked the read forever).
+		const fifo = path.join(dir, "fifo.json");
+		execFileSync("mkfifo", [fifo]);
+		for (const f of [fifo, dir, "/dev/zero"]) {
+			const got = await Promise.race([loadSummaryConfig(f), new Promise((r) => setTimeout(() => r("blocked"), 10_000).unref())]);
+			assert.deepEqual(got, DEFAULT_SUMMARY_CONFIG, f);
+		}
 		const ac = new AbortController();
 		ac.abort();
 		await assert.rejects(saveSummaryConfig(file, cfg, { signal: ac.signal }));

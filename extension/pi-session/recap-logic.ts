@@ -62,14 +62,29 @@ export function parseSummaryConfig(raw: unknown): SummaryConfig {
 }
 
 // loadSummaryConfig reads the config; a missing or unreadable file, or one
-// that is no JSON, gives the defaults.
+// that is no JSON, gives the defaults. Only a regular file of at most
+// CONFIG_MAX_BYTES is read: a FIFO in its place blocked every recap and
+// /recap forever, and /dev/zero would fill memory.
 export async function loadSummaryConfig(file: string): Promise<SummaryConfig> {
 	try {
-		return parseSummaryConfig(JSON.parse(await fs.promises.readFile(file, "utf8")));
+		const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+		try {
+			const st = await fh.stat();
+			if (!st.isFile() || st.size > CONFIG_MAX_BYTES) return { ...DEFAULT_SUMMARY_CONFIG };
+			const buf = Buffer.alloc(CONFIG_MAX_BYTES + 1);
+			const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+			if (bytesRead > CONFIG_MAX_BYTES) return { ...DEFAULT_SUMMARY_CONFIG };
+			return parseSummaryConfig(JSON.parse(buf.subarray(0, bytesRead).toString("utf8")));
+		} finally {
+			await fh.close();
+		}
 	} catch {
 		return { ...DEFAULT_SUMMARY_CONFIG };
 	}
 }
+
+// CONFIG_MAX_BYTES bounds the config file read: far above a real one.
+export const CONFIG_MAX_BYTES = 64 << 10;
 
 // saveSummaryConfig writes the config atomically (a temporary file, then a
 // rename) with mode 0600 in a 0700 directory, within SAVE_TIMEOUT_MS, and
