@@ -2,6 +2,7 @@ package budget
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,6 +132,13 @@ func place(path string, data []byte, errs []ConfigError) {
 			e.Line, e.Column = pos.Line, pos.Column
 		}
 	}
+	// File order, as a reader goes through the file; unplaced ones last.
+	slices.SortStableFunc(errs, func(a, b ConfigError) int {
+		if (a.Line == 0) != (b.Line == 0) {
+			return cmp.Compare(b.Line, a.Line) // the placed one first
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 }
 
 // keyOffset finds the value a dotted key names ("models.p/gpt-4.1.main.soft":
@@ -237,7 +245,10 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&top); err != nil || top == nil {
 		msg := "not a JSON object"
-		if err != nil {
+		switch {
+		case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
+			_, msg = jsonpos.SyntaxError(data, err) // names the byte order mark
+		case err != nil:
 			msg = fmt.Sprintf("not a JSON object: %v", err)
 		}
 		return forceObserve(c), []ConfigError{{Message: msg}}

@@ -3,6 +3,7 @@ package budget
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,6 +149,26 @@ func TestConfigErrorPlaces(t *testing.T) {
 	}
 	if errs := LoadConfig(path).Errors; len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "budget: config: "+path+":3:") {
 		t.Errorf("a syntax error: %v", errs)
+	}
+	// Several errors come in file order (they came in key order: "main"
+	// before "mode" before "idleMinutes" in a file that has them the other
+	// way round).
+	if err := os.WriteFile(path, []byte(`{"mode": null, "main": {"soft": 1e999}, "idleMinutes": "x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range LoadConfig(path).Errors {
+		keys = append(keys, e.Key)
+	}
+	if want := []string{"mode", "main.soft", "idleMinutes"}; !slices.Equal(keys, want) {
+		t.Errorf("errors in the order %q, want file order %q", keys, want)
+	}
+	// A byte order mark is named as such.
+	if err := os.WriteFile(path, []byte("\xef\xbb\xbf{\"mode\": \"enforce\"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if errs := LoadConfig(path).Errors; len(errs) != 1 || !strings.Contains(errs[0].Error(), path+":1:1: ") || !strings.Contains(errs[0].Error(), "byte order mark") {
+		t.Errorf("a byte order mark: %v", errs)
 	}
 }
 
