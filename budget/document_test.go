@@ -166,6 +166,7 @@ func TestParseArgs(t *testing.T) {
 func FuzzParseArgs(f *testing.F) {
 	f.Add([]byte(`{"goal":"g","next_step":"n","facts":"f","files_to_read":["a"],"watch_actions":[{"id":"a","target":"t","on_complete":"c"}]}`))
 	f.Add([]byte(`{"goal":null}`))
+	f.Add([]byte(`{"goal":"g\u001b]52;c;SGk=\u0007","next_step":"n\u0000","facts":"\u009b2J","x\u001b[2J":1}`))
 	f.Add([]byte(`{"watch_actions":[{"id":"a","id":"b"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := ParseArgs(data, "/w")
@@ -177,6 +178,11 @@ func FuzzParseArgs(f *testing.F) {
 		}
 		if a.Goal == "" || a.NextStep == "" || a.Facts == "" {
 			t.Fatalf("valid args without a required field: %+v", a)
+		}
+		for _, f := range []string{a.Goal, a.NextStep, a.Facts, a.UserConstraints, a.Decisions, a.Hypotheses, a.OpenItems, a.LaunchPrompt} {
+			if _, r, ok := controlChar(f); ok {
+				t.Fatalf("valid args with the control character %U", r)
+			}
 		}
 		doc, err := Render(a, Metadata{SessionID: "s", N: 1}, DefaultDocLimits)
 		if err == nil && len(doc) > DocumentCap {
