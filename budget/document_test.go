@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -219,5 +220,15 @@ func TestCheckArgsFiles(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{loop, long}, missing); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
+	}
+	// A launch_prompt file is the relaunched pi's first prompt: capped
+	// like the text (a 1 MB file was accepted).
+	big := filepath.Join(dir, "prompt.md")
+	if err := os.WriteFile(big, make([]byte, MaxLaunchPrompt+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	problems, _ = CheckArgs(Args{LaunchPrompt: big}, nil)
+	if want := fmt.Sprintf("launch_prompt: %s is %d bytes, over the limit of %d for a launch prompt", big, MaxLaunchPrompt+1, MaxLaunchPrompt); !slices.Contains(problems, want) {
+		t.Errorf("oversize launch prompt file: %q", problems)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // Sidecar is the JSON file beside a handoff: the structured arguments and
@@ -91,9 +92,15 @@ func WriteHandoff(dir string, sc *Sidecar, doc string) error {
 	return nil
 }
 
+// maxSidecarBytes bounds a sidecar read back: the arguments are at most
+// MaxArgsBytes, the metadata far less.
+const maxSidecarBytes = 4 << 20
+
 // ReadSidecar reads the sidecar of a handoff file.
 func ReadSidecar(handoff string) (*Sidecar, error) {
-	b, err := os.ReadFile(strings.TrimSuffix(handoff, ".md") + ".json")
+	// The path comes from the session's entries: a FIFO or a device there
+	// must not hang or flood the engine.
+	b, err := regfile.Read(strings.TrimSuffix(handoff, ".md")+".json", maxSidecarBytes)
 	if err != nil {
 		return nil, err
 	}

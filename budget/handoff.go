@@ -197,6 +197,9 @@ func CheckArgs(a Args, runningIDs []string) (problems, missing []string) {
 	if lp, isPath := launchPromptFile(a.LaunchPrompt); isPath {
 		if st, err := os.Stat(lp); err != nil || !st.Mode().IsRegular() {
 			problems = append(problems, fmt.Sprintf("launch_prompt: %s is not an existing regular file (give the prompt text itself, or an absolute path to a file)", clip.Echo(lp)))
+		} else if st.Size() > MaxLaunchPrompt {
+			// The relaunched pi gets it as @file, its whole text as the first prompt.
+			problems = append(problems, fmt.Sprintf("launch_prompt: %s is %d bytes, over the limit of %d for a launch prompt", clip.Echo(lp), st.Size(), MaxLaunchPrompt))
 		}
 	}
 	return problems, missing
@@ -210,6 +213,10 @@ func statReason(err error) string {
 	}
 	return err.Error()
 }
+
+// maxHandoffRead bounds a handoff document read back (its path may come
+// from the session's entries): a document is capped at DocumentCap.
+const maxHandoffRead = 1 << 20
 
 // Rejection is the tool error for arguments that failed CheckArgs.
 func Rejection(problems []string) string {
@@ -267,7 +274,7 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 		h = st.Pending.Path
 	}
 	if h != "" {
-		if doc, err := os.ReadFile(h); err == nil {
+		if doc, err := regfile.Read(h, maxHandoffRead); err == nil {
 			e.event(s, "backstop", map[string]any{"reason": cp.Reason, "handoff": h})
 			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // maxLegacyRead bounds how much of a Markdown handoff the recovery reads:
@@ -21,7 +23,7 @@ func ReadPrior(handoff string) (*Sidecar, error) {
 	if serr == nil {
 		return sc, nil
 	}
-	f, err := os.Open(handoff)
+	f, err := regfile.Open(handoff)
 	if err != nil {
 		return nil, fmt.Errorf("no sidecar (%v) and no Markdown: %w", trimPathErr(serr), err)
 	}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A document this writer renders parses back to the fields the backstop
@@ -88,6 +90,24 @@ func TestReadPrior(t *testing.T) {
 	}
 	if p := priorHandoff(""); p != nil {
 		t.Errorf("priorHandoff without a prior = %#v", p)
+	}
+	// The prior's path comes from the session: FIFOs in place of the
+	// handoff and its sidecar are refused at once, not waited on forever.
+	if err := syscall.Mkfifo(side, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(sc.Path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Sidecar, 1)
+	go func() { done <- priorHandoff(sc.Path) }()
+	select {
+	case p := <-done:
+		if !strings.Contains(p.recovered, "s-1.json: a named pipe") || !strings.Contains(p.recovered, "s-1.md: a named pipe") {
+			t.Errorf("priorHandoff of FIFOs = %q, want both named as named pipes", p.recovered)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("priorHandoff of a FIFO still blocked after 20s")
 	}
 }
 

@@ -38,7 +38,7 @@ func ReadNoFollow(path string, limit int64) ([]byte, error) {
 }
 
 func read(path string, limit int64, flags int) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
+	f, err := open(path, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +46,6 @@ func read(path string, limit int64, flags int) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%s: %w", Kind(fi.Mode()), ErrNotRegular)}
 	}
 	if fi.Size() > limit {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, over the limit of %d: %w", fi.Size(), limit, ErrTooLarge)}
@@ -61,6 +58,29 @@ func read(path string, limit int64, flags int) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("over the limit of %d bytes: %w", limit, ErrTooLarge)}
 	}
 	return data, nil
+}
+
+// Open opens the regular file at path for reading, refusing anything else
+// as Read does, for a caller that reads only a part of it.
+func Open(path string) (*os.File, error) {
+	return open(path, 0)
+}
+
+func open(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%s: %w", Kind(fi.Mode()), ErrNotRegular)}
+	}
+	return f, nil
 }
 
 // Kind says what a file that is not a regular file is: "a directory",
