@@ -84,7 +84,8 @@ func open(path string, flags int) (*os.File, error) {
 }
 
 // Kind says what a file that is not a regular file is: "a directory",
-// "a named pipe", "a socket", "a device", or its type letter.
+// "a named pipe", "a socket", "a device", or "a special file" with its
+// type letter.
 func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
@@ -98,5 +99,5 @@ func Kind(m fs.FileMode) string {
 	case m&fs.ModeDevice != 0:
 		return "a device"
 	}
-	return "no regular file (" + m.Type().String() + ")"
+	return "a special file (" + m.Type().String() + ")"
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/regfile"
 )
 
 // Window is the rolling period of the relaunch budget.
@@ -229,21 +230,7 @@ func checkFile(c Checker, p string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("a %s, not a regular file", typeName(fi.Mode()))
+		return fmt.Errorf("%s, not a regular file", regfile.Kind(fi.Mode()))
 	}
 	return c.Readable(p)
-}
-
-func typeName(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
