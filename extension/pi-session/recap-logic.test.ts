@@ -35,6 +35,7 @@ import {
 	type Timers,
 	type Verdict,
 	sentence,
+	summaryConfigProblems,
 } from "./recap-logic.ts";
 
 test("idleDelayMs: default 180 s, floor 30 s, invalid gives the default", () => {
@@ -52,6 +53,41 @@ test("parseSummaryConfig: any invalid field gives the defaults; a missing enable
 	assert.deepEqual(parseSummaryConfig({ provider: "p", model: "m", reasoning: "off" }), { enabled: true, provider: "p", model: "m", reasoning: "off" });
 	for (const bad of [null, 7, "x", [], { ...ok, enabled: "yes" }, { ...ok, provider: "" }, { ...ok, model: 3 }, { ...ok, reasoning: "extreme" }, { enabled: true }]) {
 		assert.deepEqual(parseSummaryConfig(bad), DEFAULT_SUMMARY_CONFIG, JSON.stringify(bad));
+	}
+});
+
+test("config problems: what made the config fall back to the defaults is said, a missing file is not", async () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "recap-problems-"));
+	try {
+		const file = path.join(dir, "config.private.json");
+		const load = async () => {
+			const said: string[] = [];
+			const c = await loadSummaryConfig(file, (p) => said.push(p));
+			return { c, said };
+		};
+		let r = await load();
+		assert.deepEqual(r, { c: DEFAULT_SUMMARY_CONFIG, said: [] });
+		fs.writeFileSync(file, JSON.stringify({ enabled: false, provider: "p", model: "m", reasoning: "hgih" }));
+		r = await load();
+		assert.deepEqual(r.c, DEFAULT_SUMMARY_CONFIG);
+		assert.deepEqual(r.said, [`${file}: "reasoning" is "hgih", want one of off, minimal, low, medium, high, xhigh, max`]);
+		fs.writeFileSync(file, JSON.stringify({ enabled: "no", model: 7, reasoning: "low" }));
+		r = await load();
+		assert.deepEqual(r.said, [`${file}: "enabled" is "no", want true or false; "provider" is missing; "model" is 7, want a name`]);
+		fs.writeFileSync(file, "{\"enabled\": tru");
+		r = await load();
+		assert.match(r.said[0], /: not JSON \(/);
+		fs.rmSync(file);
+		fs.mkdirSync(file);
+		r = await load();
+		assert.deepEqual(r.said, [`${file}: not a regular file`]);
+		fs.rmdirSync(file);
+		fs.writeFileSync(file, JSON.stringify({ enabled: false, provider: "p", model: "m", reasoning: "low" }));
+		r = await load();
+		assert.deepEqual(r, { c: { enabled: false, provider: "p", model: "m", reasoning: "low" }, said: [] });
+		assert.deepEqual(summaryConfigProblems([1]), ["the file holds an array, not an object"]);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
 	}
 });
 

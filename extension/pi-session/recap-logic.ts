@@ -61,25 +61,56 @@ export function parseSummaryConfig(raw: unknown): SummaryConfig {
 	return { enabled, provider, model, reasoning: reasoning as ReasoningLevel };
 }
 
+// summaryConfigProblems names the fields that make parseSummaryConfig fall
+// back to the defaults (the seed's rule, kept: a config with one bad field
+// is the default config, recaps on); empty when the config is used.
+export function summaryConfigProblems(raw: unknown): string[] {
+	if (!raw || typeof raw !== "object" || Array.isArray(raw)) return [`the file holds ${Array.isArray(raw) ? "an array" : raw === null ? "null" : `a ${typeof raw}`}, not an object`];
+	const o = raw as Record<string, unknown>;
+	const out: string[] = [];
+	const show = (v: unknown) => echo(JSON.stringify(v) ?? String(v), 60);
+	if (o.enabled !== undefined && typeof o.enabled !== "boolean") out.push(`"enabled" is ${show(o.enabled)}, want true or false`);
+	for (const k of ["provider", "model"] as const) {
+		if (typeof o[k] !== "string" || !(o[k] as string).trim()) out.push(o[k] === undefined ? `"${k}" is missing` : `"${k}" is ${show(o[k])}, want a name`);
+	}
+	if (!REASONING_LEVELS.includes(o.reasoning as ReasoningLevel)) out.push(o.reasoning === undefined ? `"reasoning" is missing` : `"reasoning" is ${show(o.reasoning)}, want one of ${REASONING_LEVELS.join(", ")}`);
+	return out;
+}
+
 // loadSummaryConfig reads the config; a missing or unreadable file, or one
 // that is no JSON, gives the defaults. Only a regular file of at most
 // CONFIG_MAX_BYTES is read: a FIFO in its place blocked every recap and
-// /recap forever, and /dev/zero would fill memory.
-export async function loadSummaryConfig(file: string): Promise<SummaryConfig> {
+// /recap forever, and /dev/zero would fill memory. What made it fall back
+// to the defaults (a missing file is no problem) goes to onProblem.
+export async function loadSummaryConfig(file: string, onProblem?: (problem: string) => void): Promise<SummaryConfig> {
+	const fallback = (why: string) => {
+		onProblem?.(`${file}: ${why}`);
+		return { ...DEFAULT_SUMMARY_CONFIG };
+	};
 	try {
 		const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
 		try {
 			const st = await fh.stat();
-			if (!st.isFile() || st.size > CONFIG_MAX_BYTES) return { ...DEFAULT_SUMMARY_CONFIG };
+			if (!st.isFile()) return fallback("not a regular file");
+			if (st.size > CONFIG_MAX_BYTES) return fallback(`${st.size} bytes, over ${CONFIG_MAX_BYTES}`);
 			const buf = Buffer.alloc(CONFIG_MAX_BYTES + 1);
 			const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-			if (bytesRead > CONFIG_MAX_BYTES) return { ...DEFAULT_SUMMARY_CONFIG };
-			return parseSummaryConfig(JSON.parse(buf.subarray(0, bytesRead).toString("utf8")));
+			if (bytesRead > CONFIG_MAX_BYTES) return fallback(`over ${CONFIG_MAX_BYTES} bytes`);
+			let raw: unknown;
+			try {
+				raw = JSON.parse(buf.subarray(0, bytesRead).toString("utf8"));
+			} catch (e) {
+				return fallback(`not JSON (${echo((e as Error).message, 120)})`);
+			}
+			const problems = summaryConfigProblems(raw);
+			if (problems.length) return fallback(problems.join("; "));
+			return parseSummaryConfig(raw);
 		} finally {
 			await fh.close();
 		}
-	} catch {
-		return { ...DEFAULT_SUMMARY_CONFIG };
+	} catch (e) {
+		if ((e as NodeJS.ErrnoException)?.code === "ENOENT") return { ...DEFAULT_SUMMARY_CONFIG };
+		return fallback(echo((e as Error)?.message ?? String(e), 160));
 	}
 }
 

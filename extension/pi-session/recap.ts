@@ -15,6 +15,7 @@ import {
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
+	DEFAULT_SUMMARY_CONFIG,
 	echo,
 	isRecapEntryData,
 	loadSummaryConfig,
@@ -40,12 +41,26 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 	let child = false;
 	let unsubscribe: (() => void) | undefined;
 	const file = () => configPath(getAgentDir());
+	// A config that falls back to the defaults is said once a session per
+	// cause: the defaults turn recaps on and name a model you may not have.
+	let told = "";
+	const configProblem = (problem: string) => {
+		if (problem === told) return;
+		told = problem;
+		const text = `Recap: ${problem}; the defaults are used (recaps on, ${DEFAULT_SUMMARY_CONFIG.provider}/${DEFAULT_SUMMARY_CONFIG.model}). Fix the file, or choose again with /recap.`;
+		try {
+			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+			else console.error(text);
+		} catch {
+			// a context of a session that ended
+		}
+	};
 
 	const controller = new RecapController({
 		isIdle: () => ctx?.isIdle() ?? false,
 		hasPendingMessages: () => ctx?.hasPendingMessages() ?? true,
 		leafId: () => ctx?.sessionManager.getLeafId() ?? null,
-		config: () => loadSummaryConfig(file()),
+		config: () => loadSummaryConfig(file(), configProblem),
 		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: 30_000, signal }))?.result,
 		summarize: (p, config, signal) => {
 			const registry = ctx!.modelRegistry;
@@ -141,7 +156,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 				else console.error("Recap settings are only available in the TUI.");
 				return;
 			}
-			const config = await loadSummaryConfig(file());
+			const config = await loadSummaryConfig(file(), configProblem);
 			const change = "Change model…";
 			const toggle = config.enabled ? "Disable recaps" : "Enable recaps";
 			const choice = await c.ui.select("Recap", [change, toggle]);
