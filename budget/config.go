@@ -112,6 +112,30 @@ func (e ConfigError) Error() string {
 	return fmt.Sprintf("budget: config: %s: %s", e.Key, e.Message)
 }
 
+// duplicates warns of each key given more than once in one object, at any
+// depth: the last one is used (as json.Unmarshal does) and the mode stands.
+// place puts the warning at the last one's value; the message says where
+// the first was. data is the part of full at offset base.
+func duplicates(full, data []byte, prefix string, base int64) []ConfigError {
+	members, ok := jsonpos.Members(data)
+	if !ok {
+		return nil
+	}
+	var out []ConfigError
+	first := map[string]int64{}
+	for _, m := range members {
+		if at, seen := first[m.Key]; seen {
+			p := jsonpos.At(full, base+at)
+			out = append(out, ConfigError{Key: prefix + m.Key, Warning: true,
+				Message: fmt.Sprintf("given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)})
+		} else {
+			first[m.Key] = m.KeyOffset
+		}
+		out = append(out, duplicates(full, m.Value, prefix+m.Key+".", base+m.Offset)...)
+	}
+	return out
+}
+
 // place sets where each error is: the file, and the position of the value
 // its key names (of the deepest member found along the key's path) or of
 // a syntax error.
@@ -222,6 +246,7 @@ func LoadConfig(path string) Loaded {
 		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: err.Error()}}}
 	}
 	cfg, errs := ParseConfig(data)
+	errs = append(errs, duplicates(data, data, "", 0)...)
 	place(path, data, errs)
 	l := Loaded{Config: cfg, Path: path, Found: true, Errors: errs}
 	var m struct {

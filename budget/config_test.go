@@ -209,3 +209,29 @@ func TestLoadConfigNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDuplicateKeys: a key given twice, at any depth, is a warning
+// at the later one naming the first; the last one is used and the mode
+// stands.
+func TestConfigDuplicateKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "context-budget.json")
+	data := "{\n  \"mode\": \"observe\",\n  \"main\": {\"soft\": 1, \"handoff\": 2, \"hard\": 3,\n           \"hard\": 4},\n  \"mode\": \"enforce\"\n}\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := LoadConfig(path)
+	if l.Invalid() || l.Config.Mode != ModeEnforce || l.Config.Main.Hard != 4 {
+		t.Fatalf("mode %s, hard %v, errors %v", l.Config.Mode, l.Config.Main.Hard, l.Errors)
+	}
+	var got []string
+	for _, e := range l.Errors {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"budget: config: " + path + `:4:20: field "main.hard": given twice (first at line 3, column 37): the last one is used`,
+		"budget: config: " + path + `:5:11: field "mode": given twice (first at line 2, column 3): the last one is used`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
