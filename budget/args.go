@@ -241,13 +241,11 @@ func ParseArgs(raw []byte, cwd string) (Args, error) {
 	return a, nil
 }
 
-// isControl reports a character that must not be in an argument: C0
-// controls but tab, newline and carriage return, DEL and C1 controls.
-// ESC and CSI begin the escape sequences a terminal obeys (clear the
-// screen, move the cursor, OSC 52 writes the clipboard).
-func isControl(r rune) bool {
-	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || (r >= 0x7f && r <= 0x9f)
-}
+// isControl reports a character that must not be in an argument: what
+// clip.IsControl reports but carriage return. ESC and CSI begin the escape
+// sequences a terminal obeys (clear the screen, move the cursor, OSC 52
+// writes the clipboard).
+func isControl(r rune) bool { return r != '\r' && clip.IsControl(r) }
 
 // controlChar is the first control character of s and its byte offset.
 func controlChar(s string) (int, rune, bool) {

@@ -122,15 +122,12 @@ func duplicates(full, data []byte, prefix string, base int64) []ConfigError {
 		return nil
 	}
 	var out []ConfigError
-	first := map[string]int64{}
+	for _, r := range jsonpos.Repeated(members) {
+		p := jsonpos.At(full, base+r.FirstKeyOffset)
+		out = append(out, ConfigError{Key: prefix + r.Key, Warning: true,
+			Message: fmt.Sprintf("given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)})
+	}
 	for _, m := range members {
-		if at, seen := first[m.Key]; seen {
-			p := jsonpos.At(full, base+at)
-			out = append(out, ConfigError{Key: prefix + m.Key, Warning: true,
-				Message: fmt.Sprintf("given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)})
-		} else {
-			first[m.Key] = m.KeyOffset
-		}
 		out = append(out, duplicates(full, m.Value, prefix+m.Key+".", base+m.Offset)...)
 	}
 	return out

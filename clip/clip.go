@@ -20,13 +20,13 @@ func Echo(s string) string { return visible(To(s, EchoChars)) }
 
 // visible writes out the control characters of s but tab and newline.
 func visible(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
+	if !strings.ContainsFunc(s, IsControl) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case !isControl(r):
+		case !IsControl(r):
 			b.WriteRune(r)
 		case r < 0x80:
 			fmt.Fprintf(&b, "\\x%02x", r)
@@ -37,8 +37,10 @@ func visible(s string) string {
 	return b.String()
 }
 
-// isControl: C0 controls but tab and newline, DEL, C1 controls.
-func isControl(r rune) bool {
+// IsControl reports the characters Echo writes out: C0 controls but tab
+// and newline, DEL, and C1 controls. ESC and CSI begin the escape
+// sequences a terminal obeys.
+func IsControl(r rune) bool {
 	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f)
 }
 

@@ -142,6 +142,28 @@ type Member struct {
 	KeyOffset int64
 }
 
+// Repeat is a member whose key an earlier member of the same object had.
+type Repeat struct {
+	Member
+	FirstKeyOffset int64 // the earlier member's KeyOffset
+}
+
+// Repeated returns the members of one object (as Members gives them) that
+// repeat an earlier member's key, each with where that key first stood.
+// JSON readers keep the last; a person's edit may have gone to the other.
+func Repeated(members []Member) []Repeat {
+	var out []Repeat
+	first := map[string]int64{}
+	for _, m := range members {
+		if off, ok := first[m.Key]; ok {
+			out = append(out, Repeat{Member: m, FirstKeyOffset: off})
+			continue
+		}
+		first[m.Key] = m.KeyOffset
+	}
+	return out
+}
+
 // Members returns the members of the JSON object data in file order,
 // duplicates included. ok is false when data is not exactly one JSON
 // object (then use SyntaxError, or Kind to say what it is instead).

@@ -101,3 +101,14 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestRepeated(t *testing.T) {
+	members, ok := Members([]byte(`{"a": 1, "b": 2, "a": 3, "a": 4}`))
+	if !ok {
+		t.Fatal("not an object")
+	}
+	r := Repeated(members)
+	if len(r) != 2 || r[0].Key != "a" || r[0].FirstKeyOffset != 1 || r[1].FirstKeyOffset != 1 || string(r[1].Value) != "4" {
+		t.Errorf("Repeated = %+v", r)
+	}
+}

@@ -120,13 +120,9 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 	// one is used, as JSON readers do, but an edit may have gone to the
 	// other.
 	twice := func(members []jsonpos.Member, prefix string) {
-		first := map[string]int64{}
-		for _, m := range members {
-			if off, ok := first[m.Key]; ok {
-				say(m.KeyOffset, clip.Echo(prefix+m.Key), "given twice (first at line %d, column %d): the last one is used", jsonpos.At(data, off).Line, jsonpos.At(data, off).Column)
-				continue
-			}
-			first[m.Key] = m.KeyOffset
+		for _, r := range jsonpos.Repeated(members) {
+			p := jsonpos.At(data, r.FirstKeyOffset)
+			say(r.KeyOffset, clip.Echo(prefix+r.Key), "given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)
 		}
 	}
 	twice(top, "")

@@ -49,16 +49,9 @@ export function configPath(agentDir: string): string {
 // field gives the whole default config, except a missing "enabled", which
 // means true (configs written before the toggle have none).
 export function parseSummaryConfig(raw: unknown): SummaryConfig {
-	if (!raw || typeof raw !== "object" || Array.isArray(raw)) return { ...DEFAULT_SUMMARY_CONFIG };
+	if (summaryConfigProblems(raw).length) return { ...DEFAULT_SUMMARY_CONFIG };
 	const o = raw as Record<string, unknown>;
-	const enabled = o.enabled === undefined ? true : o.enabled;
-	const provider = typeof o.provider === "string" ? o.provider.trim() : "";
-	const model = typeof o.model === "string" ? o.model.trim() : "";
-	const reasoning = o.reasoning;
-	if (typeof enabled !== "boolean" || !provider || !model || !REASONING_LEVELS.includes(reasoning as ReasoningLevel)) {
-		return { ...DEFAULT_SUMMARY_CONFIG };
-	}
-	return { enabled, provider, model, reasoning: reasoning as ReasoningLevel };
+	return { enabled: (o.enabled as boolean | undefined) ?? true, provider: (o.provider as string).trim(), model: (o.model as string).trim(), reasoning: o.reasoning as ReasoningLevel };
 }
 
 // summaryConfigProblems names the fields that make parseSummaryConfig fall
