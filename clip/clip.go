@@ -18,6 +18,11 @@ const EchoChars = 200
 // the screen, move the cursor or set the clipboard (OSC 52).
 func Echo(s string) string { return visible(To(s, EchoChars)) }
 
+// Visible is s whole with its control characters written out as Echo
+// writes them, for text shown in full (a rule in a note, a line printed
+// on a terminal).
+func Visible(s string) string { return visible(s) }
+
 // visible writes out the control characters of s but tab and newline.
 func visible(s string) string {
 	if !strings.ContainsFunc(s, IsControl) {

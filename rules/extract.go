@@ -1,0 +1,428 @@
+package rules
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A Message is one user message, oldest first.
+type Message struct {
+	EntryID string
+	Text    string
+}
+
+// A Rule is a standing rule of the user's, as written.
+type Rule struct {
+	// Text is what a note shows: the sentence verbatim, after its lead-in
+	// when it has one ("Testing: Run the suite with -race."), or the whole
+	// short list item it stands in when that item starts with a label
+	// ("`pom.xml`: managed by the release plugin. Do not change this
+	// file.").
+	Text string
+	// Sentence is the rule's sentence alone, verbatim.
+	Sentence string
+	Lead     string
+	// EntryID is the user message it comes from (the latest, when said
+	// again).
+	EntryID string
+	// SupersededBy is the later sentence that revised or revoked it; ""
+	// while it is current.
+	SupersededBy string
+	// Revoked: SupersededBy cancels the rule without stating a new one.
+	Revoked bool
+}
+
+// Current reports whether the rule still holds.
+func (r Rule) Current() bool { return r.SupersededBy == "" }
+
+// maxCurrent bounds the current rules a new sentence is compared with
+// (the latest ones): far above what a user states, it keeps a message of
+// thousands of generated rules linear.
+const maxCurrent = 200
+
+// Classified is one unit of a message with its decision.
+type Classified struct {
+	Unit
+	Label  int
+	Scores Scores
+}
+
+// Classify splits a message into units and labels each with the model.
+// Quoted units are never rules; a parenthesis counts only when the
+// sentence around it is not already a rule.
+func (m *Model) Classify(text string) []Classified {
+	units := Split(text)
+	out := make([]Classified, 0, len(units))
+	lastRule := false // the sentence before a Paren unit is a rule
+	for _, u := range units {
+		c := Classified{Unit: u}
+		if !u.Quoted {
+			c.Scores = m.Predict(Features(u.Text, u.Lead))
+			c.Label = m.Label(c.Scores)
+		}
+		if u.Paren && lastRule {
+			c.Label = LabelNot
+		}
+		if !u.Paren {
+			lastRule = IsRule(c.Label)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Extract finds the standing rules of the messages with the default
+// model.
+func Extract(msgs []Message) []Rule { return Default().Extract(msgs) }
+
+// Extract finds the standing rules of the messages (oldest first): it
+// merges repeats (the first position keeps its order, the latest message
+// names the entry) and marks each rule a later sentence revises or
+// revokes.
+func (m *Model) Extract(msgs []Message) []Rule {
+	var out []Rule
+	var subj []subject
+	var current []int        // indices of out still current, oldest first
+	seen := map[string]int{} // normalized text -> index in out
+	// drop marks the current rules a later sentence replaces.
+	drop := func(by string, revoked bool, keep int, replaced func(i int) bool) {
+		kept := current[:0]
+		for k, i := range current {
+			if i != keep && k >= len(current)-maxCurrent && replaced(i) {
+				out[i].SupersededBy, out[i].Revoked = by, revoked
+				continue
+			}
+			kept = append(kept, i)
+		}
+		current = kept
+	}
+	for _, msg := range msgs {
+		for _, c := range m.Classify(msg.Text) {
+			if c.Label != LabelRevoke && !IsRule(c.Label) {
+				continue
+			}
+			later := subjectOf(c.Text, c.Lead)
+			if c.Label == LabelRevoke {
+				best := m.bestMatch(later, subj, current, -1)
+				drop(c.Text, true, -1, func(i int) bool { return best[i] })
+				continue
+			}
+			text := c.Text
+			switch {
+			case c.Item != "" && !c.Paren:
+				text = c.Item
+			case c.Lead != "" && !strings.Contains(c.Text, c.Lead):
+				text = c.Lead + ": " + c.Text
+			}
+			key := normalizeKey(text)
+			at, again := seen[key]
+			if !again {
+				at = -1
+			}
+			var best map[int]bool
+			if c.Label == LabelRevise || later.revises {
+				best = m.bestMatch(later, subj, current, at)
+			}
+			drop(c.Text, false, at, func(i int) bool { return best[i] || later.supersedes(subj[i]) })
+			if again {
+				if !out[at].Current() {
+					current = append(current, at)
+				}
+				out[at].EntryID = msg.EntryID
+				out[at].SupersededBy, out[at].Revoked = "", false
+				continue
+			}
+			seen[key] = len(out)
+			current = append(current, len(out))
+			out = append(out, Rule{Text: text, Sentence: c.Text, Lead: c.Lead, EntryID: msg.EntryID})
+			subj = append(subj, later)
+		}
+	}
+	return out
+}
+
+// bestMatch finds the current rules a revision or revocation is about:
+// those sharing the most subject (identifiers count double) with it, at
+// least one word; none when nothing is shared.
+func (m *Model) bestMatch(s subject, subj []subject, current []int, skip int) map[int]bool {
+	best, top := map[int]bool{}, 0
+	for k, i := range current {
+		if i == skip || k < len(current)-maxCurrent {
+			continue
+		}
+		sc := weighted(s.words, subj[i].words)
+		if len(s.rejected) > 0 {
+			sc += 2 * weighted(s.rejected, subj[i].words)
+		}
+		switch {
+		case sc == 0 || sc < top:
+		case sc > top:
+			best, top = map[int]bool{i: true}, sc
+		default:
+			best[i] = true
+		}
+	}
+	return best
+}
+
+// normalizeKey is the form under which two rules are the same: case,
+// width, spacing and final punctuation ignored.
+func normalizeKey(s string) string {
+	return strings.TrimRightFunc(Normalize(s), func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+}
+
+// subject is what a rule is about, for comparing two rules: its content
+// words (function and cue words removed, folded to a short stem), its
+// CJK character pairs, its polarity and whether it revises.
+type subject struct {
+	words    map[string]bool
+	neg      bool
+	revises  bool
+	rejected map[string]bool // Y of "X instead of Y", "X, not Y"
+}
+
+func subjectOf(sentence, lead string) subject {
+	s := Normalize(sentence)
+	toks := tokens(s)
+	sub := subject{words: contentWords(toks)}
+	for _, c := range cueClasses(s, toks) {
+		switch c.cls {
+		case "neg":
+			sub.neg = true
+		case "revise":
+			sub.revises = true
+		}
+	}
+	if y := rejectedPart(s); y != "" {
+		sub.rejected = firstWords(contentWordList(tokens(y)), 2)
+		sub.revises = true
+		// "Use spaces, not tabs" states a positive rule about spaces; its
+		// "not" is about what it replaces.
+		sub.neg = negative(strings.Replace(s, y, "", 1))
+	}
+	if lead != "" {
+		for w := range contentWords(tokens(Normalize(lead))) {
+			sub.words[w] = true
+		}
+	}
+	return sub
+}
+
+func negative(s string) bool {
+	for _, c := range cueClasses(s, tokens(s)) {
+		if c.cls == "neg" {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectedMarks introduce what a revision replaces: "X instead of Y",
+// "X rather than Y", "X, not Y", and their forms in other languages;
+// the text after the mark, to the end of its clause, is Y.
+var rejectedMarks = []string{" instead of ", " rather than ", ", not ", " not ", " statt ", " anstatt ", " anstelle von ", ", nicht ", " au lieu de ", " plutôt que ", ", pas ", " en lugar de ", " en vez de ", ", no ", " em vez de ", " ao invés de ", " no lugar de ", ", não ", " вместо ", ", а не ", " а не "}
+
+// rejectedBefore marks come after what is replaced (CJK: "YではなくX",
+// "X而不是Y" is after; "Y 대신 X" before).
+var rejectedBefore = []string{"ではなく", "じゃなくて", "の代わりに", "ではなくて", "대신", "말고", "不要用", "不用"}
+var rejectedAfter = []string{"而不是", "而非", "代替"}
+
+func rejectedPart(s string) string {
+	for _, m := range rejectedMarks {
+		if i := strings.Index(s, m); i > 0 {
+			y := s[i+len(m):]
+			if j := strings.IndexAny(y, ",;.!?"); j >= 0 {
+				y = y[:j]
+			}
+			if m == " not " && !strings.Contains(s[:i], "use") {
+				continue
+			}
+			return strings.TrimSpace(y)
+		}
+	}
+	for _, m := range rejectedBefore {
+		if i := strings.Index(s, m); i > 0 {
+			y := s[:i]
+			if j := strings.LastIndexAny(y, "、,，。 "); j >= 0 {
+				y = y[j+1:]
+			}
+			return y
+		}
+	}
+	for _, m := range rejectedAfter {
+		if i := strings.Index(s, m); i >= 0 {
+			y := s[i+len(m):]
+			if j := strings.IndexAny(y, "、,，。"); j >= 0 {
+				y = y[:j]
+			}
+			return y
+		}
+	}
+	return ""
+}
+
+// contentWords are the subject words of tokens: not cue words nor short
+// function words; European words cut to a stem of six letters, Korean
+// words to their first two syllables, CJK runs as character pairs with
+// pairs of kana alone (endings, particles) left out.
+func contentWords(toks []token) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range contentWordList(toks) {
+		out[w] = true
+	}
+	return out
+}
+
+func firstWords(list []string, n int) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range list {
+		if len(out) == n {
+			break
+		}
+		out[w] = true
+	}
+	return out
+}
+
+// contentWordList is contentWords in order, repeats kept.
+func contentWordList(toks []token) []string {
+	var out []string
+	for _, t := range toks {
+		if t.cjk {
+			r := []rune(t.text)
+			for i := 0; i+1 < len(r); i++ {
+				if kana(r[i]) && kana(r[i+1]) {
+					continue
+				}
+				out = append(out, string(r[i:i+2]))
+			}
+			if len(r) == 1 && !kana(r[0]) {
+				out = append(out, t.text)
+			}
+			continue
+		}
+		w := strings.Trim(t.text, "'_")
+		if utf8.RuneCountInString(w) < 2 || stopWord(w) {
+			continue
+		}
+		r := []rune(w)
+		if isHangulWord(w) {
+			if len(r) > 2 {
+				r = r[:2]
+			}
+		} else if len(r) > 6 {
+			r = r[:6]
+		}
+		out = append(out, string(r))
+	}
+	return out
+}
+
+func kana(r rune) bool {
+	return unicode.Is(unicode.Hiragana, r) || r == 'ー'
+}
+
+// stopWord: cue words and the commonest function words of the languages
+// the model reads carry no subject.
+func stopWord(w string) bool {
+	if stopSet()[w] {
+		return true
+	}
+	return false
+}
+
+var stopSet = func() func() map[string]bool {
+	var m map[string]bool
+	return func() map[string]bool {
+		if m != nil {
+			return m
+		}
+		m = map[string]bool{}
+		for _, list := range cueList {
+			for _, c := range strings.Fields(list) {
+				if !strings.Contains(c, "_") && !strings.HasSuffix(c, "*") {
+					m[c] = true
+				}
+			}
+		}
+		for _, w := range strings.Fields(`a an the and or but of to in on at by for with from into as is are be been it its this that these those there here so too very just also
+			do does use using make keep run get set let file files code
+			der die das ein eine einen und oder aber von zu im in am an auf mit für ist sind wird werden es dass den dem des nur auch bei
+			le la les un une des et ou mais de du au aux en dans sur avec pour par est sont ce cette ces que qui il
+			el la los las un una unos y o pero de del al en con para por es son que se lo
+			o a os as um uma e ou mas de do da dos das em no na com para por é são que se
+			и или но в во на с со к по за из у о от до для это что как же то
+			및 또는 그리고 이 그 저 것 수 등 를 을 은 는 이 가 에 의 로`) {
+			m[w] = true
+		}
+		return m
+	}
+}()
+
+// weighted is the overlap of two subjects with identifiers (words with
+// digits, underscores, dots or slashes) counted twice.
+func weighted(a, b map[string]bool) int {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	n := 0
+	for w := range a {
+		if b[w] {
+			n++
+			if strings.ContainsAny(w, "0123456789_./") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func overlap(a, b map[string]bool) int {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	n := 0
+	for w := range a {
+		if b[w] {
+			n++
+		}
+	}
+	return n
+}
+
+// supersedes reports whether a later rule replaces an earlier one: it
+// rejects what the earlier one asks for ("use spaces, not tabs" after
+// "use tabs"), says the opposite about the same subject ("never squash"
+// after "always squash"), or revises ("from now on", "instead", "actually")
+// most of the earlier one's subject.
+func (l subject) supersedes(e subject) bool {
+	if len(l.words) == 0 || len(e.words) == 0 {
+		return false
+	}
+	if len(l.rejected) > 0 && !e.neg && overlap(l.rejected, e.words)*2 >= len(l.rejected) && overlap(l.rejected, e.words) > 0 {
+		return true
+	}
+	shared := overlap(l.words, e.words)
+	if shared == 0 {
+		return false
+	}
+	small := min(len(l.words), len(e.words))
+	if l.neg != e.neg && shared*10 >= 6*small {
+		return true
+	}
+	if l.revises && shared*2 >= len(e.words) {
+		return true
+	}
+	return false
+}
+
+// revokes reports whether a revocation is about an earlier rule: it
+// shares most of the smaller subject.
+func (r subject) revokes(e subject) bool {
+	shared := overlap(r.words, e.words)
+	if shared == 0 {
+		return false
+	}
+	return shared*2 >= min(len(r.words), len(e.words))
+}

@@ -1,0 +1,48 @@
+// Command train fits the rule model to the training part of the labelled set and writes it (go generate in rules/).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/pi-session/pi-session/rules"
+)
+
+func main() {
+	set := flag.String("set", "testdata/labelled", "the labelled set's directory")
+	out := flag.String("out", "model.bin", "the model file to write")
+	cv := flag.Bool("cv", false, "cross-validate a grid of options on the training part instead (nothing written)")
+	flag.Parse()
+	ex, err := rules.LoadSet(*set)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+	train := rules.TrainingPart(ex)
+	if *cv {
+		set := rules.NewCVSet(train)
+		for _, o := range grid() {
+			p, r, rv, frv := set.Run(o)
+			fmt.Printf("%+v: precision %.3f recall %.3f; revocations %d, %d wrong\n", o, p, r, rv, frv)
+		}
+		return
+	}
+	m := rules.Train(train, rules.TrainOptions{})
+	if err := os.WriteFile(*out, m.Encode(), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("train: %d of %d examples (a quarter of the groups kept back), %d features, rule threshold %.2f -> %s\n",
+		len(train), len(ex), m.Len(), m.Threshold, *out)
+}
+
+func grid() []rules.TrainOptions {
+	var out []rules.TrainOptions
+	for _, rate := range []float64{0.5, 1, 2} {
+		for _, bal := range []float64{-1, 0.5} {
+			out = append(out, rules.TrainOptions{MinGroups: 2, Balance: bal, Rate: rate, Epochs: 30, L2: 1e-4})
+		}
+	}
+	return out
+}
