@@ -92,6 +92,7 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 	}
 	m.Repo, m.Repos, m.ReposOmitted = budget.CollectRepos(ctx, cwd, budget.TouchedPaths(branch, cwd))
 	m.UserMessages = budget.UserMessagesSince(branch, nil)
+	m.Pins = budget.Pins(branch)
 	// The objective checks, as the tool's first call makes them (no
 	// registry here, so watch_actions are not checked against running ids).
 	if problems, _ := budget.CheckArgs(a, nil); len(problems) > 0 {
