@@ -32,7 +32,7 @@ type Pin struct {
 	EntryID string `json:"entryId"`
 	Text    string `json:"text"`
 	Time    string `json:"timestamp"`
-	From    string `json:"from,omitempty"` // the session file an inherited pin came from
+	From    string `json:"from,omitempty"` // an inherited pin: the session file (else the handoff) it came from
 }
 
 // Kind says what is wrong with a pin's text.
