@@ -245,7 +245,7 @@ func TestRelayDisabled(t *testing.T) {
 			mark = rpc.Prompt("/pi-session")
 			report := strings.Join(rpc.Notices(mark), "\n")
 			off := `relay     off ("enabled": false in ` + filepath.Join(e.Agent, "context-relay.json") + `): no /relay, no recall tool, no automatic relays; /pin still pins, and handoffs carry the pins`
-			if strings.Contains(report, off) == enabled || strings.Contains(report, "relay     on;") != enabled {
+			if strings.Contains(report, off) == enabled || strings.Contains(report, "relay     on;") != enabled || !strings.Contains(report, "pins      none on this branch (/pin <rule> pins one, /pins lists them)") {
 				t.Errorf("/pi-session:\n%s", report)
 			}
 			mark = rpc.Prompt("/pin Keep it small.")

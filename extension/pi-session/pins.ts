@@ -195,10 +195,18 @@ export function registerPins(pi: ExtensionAPI, kit: Kit) {
 		},
 	});
 
+	let reportCtx: ExtensionContext | undefined;
+	kit.report?.(async () => {
+		if (!reportCtx) return [];
+		const n = current(reportCtx).length;
+		return [`  pins      ${n === 0 ? "none on this branch" : `${n} on this branch`} (/pin <rule> pins one, /pins lists them)`];
+	});
+
 	// A pi relaunched from a handoff: record what it continues from, and
 	// copy the previous session's pins. The engine host answers only the pi
 	// it relaunched, and only for the session that pi starts with.
 	pi.on("session_start", async (_event, ctx) => {
+		reportCtx = ctx;
 		const h = kit.hello();
 		if (!h || h.role !== "main" || h.subagent || !process.env.PI_SESSION_SOCKET) return;
 		if (!(await kit.ready(3000))) return;
