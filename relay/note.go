@@ -120,8 +120,10 @@ func pinsSection(texts []string) string {
 	return "## Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)\n" + pins.Bullets(texts)
 }
 
-// withoutPinned drops the current constraints a pin already holds (the
-// user pinned the message they stand in, or the rule itself).
+// withoutPinned drops the constraints a pin already holds (the user pinned
+// the message they stand in, or the rule itself): a current one would be
+// listed twice, and a superseded one would contradict the pin, which holds
+// until the user unpins it.
 func withoutPinned(cs []Constraint, pinned []string) []Constraint {
 	if len(pinned) == 0 {
 		return cs
@@ -133,7 +135,7 @@ func withoutPinned(cs []Constraint, pinned []string) []Constraint {
 	out := make([]Constraint, 0, len(cs))
 	for _, c := range cs {
 		t := oneLine(c.Text)
-		if c.SupersededBy == "" && t != "" && slices.ContainsFunc(flat, func(p string) bool { return strings.Contains(p, t) }) {
+		if t != "" && slices.ContainsFunc(flat, func(p string) bool { return strings.Contains(p, t) }) {
 			continue
 		}
 		out = append(out, c)

@@ -44,9 +44,12 @@ func pinSession(t *testing.T, extra ...string) string {
 	pin := func(text string) string {
 		return entry(map[string]any{"type": "custom", "customType": "pi-session:pin", "data": map[string]any{"text": text}})
 	}
-	user("Look at the build. Never push to main without asking me.")
+	user("Look at the build. Never push to main without asking me. Use tabs.")
 	answer("Looked.")
 	pin("Never push to main without asking me.")
+	pin("Use tabs.")
+	user("Use spaces, not tabs.")
+	answer("Spaces then.")
 	fork := answer("ok")
 	multi := pin("Migrations:\n- each gets a down script\n- never edit an applied one")
 	gone := pin("Ship on Fridays.")
@@ -89,6 +92,7 @@ func TestNotePins(t *testing.T) {
 	note := composePins(t, pinSession(t), DefaultConfig())
 	const section = "## Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)\n" +
 		"- Never push to main without asking me.\n" +
+		"- Use tabs.\n" +
 		"- Migrations:\n  - each gets a down script\n  - never edit an applied one\n"
 	i := strings.Index(note, section)
 	if i < 0 {
@@ -104,6 +108,11 @@ func TestNotePins(t *testing.T) {
 	}
 	if strings.Count(note, "- Never push to main without asking me.\n") != 1 {
 		t.Errorf("the pinned rule is repeated as a constraint:\n%s", note)
+	}
+	// A later message replaces a pinned rule: the pin holds (it is not
+	// listed as superseded); the new rule is a constraint beside it.
+	if strings.Contains(note, "(superseded) Use tabs.") || !strings.Contains(note, "- Use spaces, not tabs.\n") {
+		t.Errorf("a pinned rule is listed as superseded, or its replacement is missing:\n%s", note)
 	}
 }
 
