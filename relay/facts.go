@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pi-session/pi-session/pins"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -26,7 +27,10 @@ type Facts struct {
 	Instructions []Instruction
 	// Earlier are the user messages before that boundary, oldest first:
 	// condensed to one line.
-	Earlier     []string
+	Earlier []string
+	// Pins are the rules the user pinned with /pin on this branch, in
+	// the order pinned: verbatim, first in the note, never cut.
+	Pins        []string
 	Constraints []Constraint
 	// Answer is the last assistant text before the kept exchange.
 	Answer      string
@@ -344,6 +348,8 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	}
 	f.Answer, f.AnswerEntry = v.answer(keptAt)
 	f.Constraints = ExtractConstraints(users)
+	list, _ := pins.Replay(branch)
+	f.Pins = pins.Texts(list)
 	f.Subagents, f.Worktrees = subs.list()
 	for _, fc := range files {
 		f.Files = append(f.Files, *fc)

@@ -2,8 +2,11 @@ package relay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/pins"
 )
 
 // GitLog is the commits of one directory since the session started; a
@@ -32,9 +35,10 @@ type NoteMeta struct {
 // of its arguments: the same session gives the same note. Every section
 // has its own cap; when the total is over Limits.Total, sections shrink in
 // this order until it fits: extra, git, files, subagents, the final
-// answer, superseded constraints, user instructions. The user's current
-// constraints are never cut to fit the total; only when they alone exceed
-// it are the oldest left out (and said to be).
+// answer, superseded constraints, user instructions. The user's pins come
+// first, whole, and never give way; nor are the current constraints cut to
+// fit the total: only when they alone exceed it are the oldest left out
+// (and said to be). A constraint a pin already holds is not repeated.
 func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) string {
 	type part struct {
 		budget int
@@ -42,11 +46,13 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	}
 	head := fmt.Sprintf("# Handoff note %d (context-relay)\nIt replaces %d earlier entries (about %d tokens), written from the session file without a model; the exchange from the last user message on follows unchanged.\n",
 		m.N, f.Leaving, m.TokensBefore)
+	pinned := pinsSection(f.Pins)
 	foot := footer(m)
+	cs := withoutPinned(f.Constraints, f.Pins)
 	// The order of the note; shrink lists indices in the order they give way.
 	parts := []part{
-		{lim.Total, func(b int) string { return constraintsSection(f.Constraints, b) }},
-		{lim.Total / 4, func(b int) string { return supersededSection(f.Constraints, b) }},
+		{lim.Total, func(b int) string { return constraintsSection(cs, b) }},
+		{lim.Total / 4, func(b int) string { return supersededSection(cs, b) }},
 		{lim.UserMessages, func(b int) string { return instructionsSection(f, lim, b) }},
 		{lim.Answer, func(b int) string { return answerSection(f.Answer, b) }},
 		{lim.Subagents, func(b int) string { return subagentsSection(f.Subagents, b) }},
@@ -60,6 +66,9 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	out := make([]string, len(parts))
 	total := func() int {
 		n := runes(head) + runes(foot) + 1
+		if pinned != "" {
+			n += runes(pinned) + 1
+		}
 		for i, p := range parts {
 			out[i] = ""
 			if p.budget > 0 {
@@ -83,6 +92,10 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	total()
 	var b strings.Builder
 	b.WriteString(head)
+	if pinned != "" {
+		b.WriteString("\n")
+		b.WriteString(pinned)
+	}
 	for _, s := range out {
 		if s != "" {
 			b.WriteString("\n")
@@ -96,6 +109,38 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 
 func footer(m NoteMeta) string {
 	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
+}
+
+// pinsSection lists the user's pins verbatim, each whole: a pin holds
+// until the user unpins it, whatever the budget.
+func pinsSection(texts []string) string {
+	if len(texts) == 0 {
+		return ""
+	}
+	return "## Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)\n" + pins.Bullets(texts)
+}
+
+// withoutPinned drops the constraints a pin already holds (the user pinned
+// the message they stand in, or the rule itself): a current one would be
+// listed twice, and a superseded one would contradict the pin, which holds
+// until the user unpins it.
+func withoutPinned(cs []Constraint, pinned []string) []Constraint {
+	if len(pinned) == 0 {
+		return cs
+	}
+	flat := make([]string, len(pinned))
+	for i, p := range pinned {
+		flat[i] = oneLine(p)
+	}
+	out := make([]Constraint, 0, len(cs))
+	for _, c := range cs {
+		t := oneLine(c.Text)
+		if t != "" && slices.ContainsFunc(flat, func(p string) bool { return strings.Contains(p, t) }) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // constraintsSection lists the current constraints verbatim. Over budget,
