@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/pins"
 )
 
 // RepoState is one repository's automatic git state.
@@ -46,21 +48,26 @@ type ResumeResult struct {
 
 // Metadata is what the engine collects independently of the agent.
 type Metadata struct {
-	SessionID       string        `json:"sessionId"`
-	N               int           `json:"n"`
-	Source          string        `json:"source"`
-	CreatedAt       time.Time     `json:"createdAt"`
-	Cwd             string        `json:"cwd"`
-	SessionFile     string        `json:"sessionFile,omitempty"`
-	PreviousHandoff string        `json:"previousHandoff,omitempty"`
-	Repo            *RepoState    `json:"repo,omitempty"`  // the cwd's repository; nil: cwd is not in one
-	Repos           []RepoState   `json:"repos,omitempty"` // repositories touched, cwd's first
-	ReposOmitted    int           `json:"reposOmitted,omitempty"`
-	UserMessages    []string      `json:"-"` // since the previous handoff, oldest first
-	Resume          *ResumeResult `json:"-"`
-	Lint            []string      `json:"lint,omitempty"`
-	Discarded       []string      `json:"discarded,omitempty"`
-	Integrations    []string      `json:"integrations,omitempty"` // "pending jobs/watches: unavailable ..."
+	SessionID       string    `json:"sessionId"`
+	N               int       `json:"n"`
+	Source          string    `json:"source"`
+	CreatedAt       time.Time `json:"createdAt"`
+	Cwd             string    `json:"cwd"`
+	SessionFile     string    `json:"sessionFile,omitempty"`
+	PreviousHandoff string    `json:"previousHandoff,omitempty"`
+	// Pins are the user's pinned rules on the session's branch
+	// (pins.Replay), verbatim: first in the document, never cut, not
+	// counted against its cap. A relaunched pi copies them when the
+	// session file it continues cannot be read.
+	Pins         []string      `json:"pins,omitempty"`
+	Repo         *RepoState    `json:"repo,omitempty"`  // the cwd's repository; nil: cwd is not in one
+	Repos        []RepoState   `json:"repos,omitempty"` // repositories touched, cwd's first
+	ReposOmitted int           `json:"reposOmitted,omitempty"`
+	UserMessages []string      `json:"-"` // since the previous handoff, oldest first
+	Resume       *ResumeResult `json:"-"`
+	Lint         []string      `json:"lint,omitempty"`
+	Discarded    []string      `json:"discarded,omitempty"`
+	Integrations []string      `json:"integrations,omitempty"` // "pending jobs/watches: unavailable ..."
 }
 
 // DocLimits are the byte budgets of the handoff document.
@@ -75,6 +82,10 @@ type DocLimits struct {
 var DefaultDocLimits = DocLimits{Total: DocumentCap, Narrative: NarrativeBudget, UserMessages: 4 << 10, Resume: 4 << 10,
 	WorkingTree: 1 << 10, RepoLine: 300, Repos: 8, WatchActions: 3 << 10, Lint: 1 << 10, Discarded: 1 << 10}
 
+// PinsTitle heads the pins in a handoff document and in the mechanical
+// summary.
+const PinsTitle = "Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)"
+
 // OversizeError is a handoff that does not fit: a tool error, never a
 // silent truncation.
 type OversizeError struct{ Msg string }
@@ -82,7 +93,9 @@ type OversizeError struct{ Msg string }
 func (e *OversizeError) Error() string { return "context_handoff: " + e.Msg }
 
 // Render is the handoff document: a pure function of the arguments, the
-// automatic metadata and the limits.
+// automatic metadata and the limits. The user's pins come first, whether
+// or not the agent quoted them in user_constraints; they are not counted
+// against lim.Total, so no number of pins makes a handoff fail.
 func Render(a Args, m Metadata, lim DocLimits) (string, error) {
 	if n, parts := a.narrative(); n > lim.Narrative {
 		return "", &OversizeError{Msg: fmt.Sprintf("the narrative fields are %d bytes (%s), over the budget of %d; shorten them or move detail into a file under .ai-work/ listed in files_to_read, then call context_handoff again (user_constraints is not counted and never cut)", n, strings.Join(parts, ", "), lim.Narrative)}
@@ -98,6 +111,9 @@ func Render(a Args, m Metadata, lim DocLimits) (string, error) {
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n", title, body)
 	}
+	pinned := b.Len()
+	section(PinsTitle, pins.Bullets(m.Pins))
+	pinned = b.Len() - pinned
 	section("Goal", a.Goal)
 	section("Next step", a.NextStep)
 	section("User constraints (verbatim)", a.UserConstraints)
@@ -139,8 +155,8 @@ func Render(a Args, m Metadata, lim DocLimits) (string, error) {
 		section("Lint", boundedN(lines, 8, lim.Lint, "lint lines"))
 	}
 	doc := b.String()
-	if len(doc) > lim.Total {
-		return "", &OversizeError{Msg: fmt.Sprintf("the handoff would be %d bytes, over the cap of %d (user_constraints %d bytes, kept verbatim and never cut); quote only the binding constraints verbatim and reference the rest by file in files_to_read, then call context_handoff again", len(doc), lim.Total, len(a.UserConstraints))}
+	if len(doc)-pinned > lim.Total {
+		return "", &OversizeError{Msg: fmt.Sprintf("the handoff would be %d bytes, over the cap of %d (user_constraints %d bytes, kept verbatim and never cut; the user's pins are not counted); quote only the binding constraints verbatim and reference the rest by file in files_to_read, then call context_handoff again", len(doc)-pinned, lim.Total, len(a.UserConstraints))}
 	}
 	return doc, nil
 }

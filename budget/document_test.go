@@ -76,6 +76,13 @@ func TestRenderGolden(t *testing.T) {
 			}
 			return sampleArgs(), m
 		},
+		"handoff-pins.md": func() (Args, Metadata) {
+			// The agent quoted one pin in user_constraints and not the
+			// other: both are in the pins section, first.
+			m := sampleMetadata()
+			m.Pins = []string{"Never push to main.", "Migrations:\n- each gets a down script\n- never edit an applied one"}
+			return sampleArgs(), m
+		},
 		"handoff-long-constraints.md": func() (Args, Metadata) {
 			a := sampleArgs()
 			var b strings.Builder
@@ -117,6 +124,41 @@ func TestRenderOversizeIsAnError(t *testing.T) {
 	_, err = Render(a, sampleMetadata(), DefaultDocLimits)
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "never cut") || !strings.Contains(err.Error(), "over the cap of 53248") {
 		t.Errorf("oversize constraints: %v", err)
+	}
+}
+
+// TestRenderPinsUncapped: pins are not counted against the cap: 40 pins
+// of 2,000 characters on top of a document near its cap are all there,
+// whole, before the goal; the same document 1 KiB over the cap without
+// them is still refused.
+func TestRenderPinsUncapped(t *testing.T) {
+	a := sampleArgs()
+	m := sampleMetadata()
+	for i := range 40 {
+		m.Pins = append(m.Pins, fmt.Sprintf("Rule %d: %s", i, strings.Repeat("ü", 1990)))
+	}
+	bare, err := Render(a, Metadata{SessionID: "s", N: 1}, DefaultDocLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.UserConstraints = strings.Repeat("c", DocumentCap-len(bare)-2048)
+	doc, err := Render(a, m, DefaultDocLimits)
+	if err != nil {
+		t.Fatalf("a document near its cap with 40 pins: %v", err)
+	}
+	goal := strings.Index(doc, "## Goal")
+	for _, p := range m.Pins {
+		if i := strings.Index(doc, "- "+p+"\n"); i < 0 || i > goal {
+			t.Fatalf("pin %.20q is not whole before the goal (at %d, goal at %d)", p, i, goal)
+		}
+	}
+	if !strings.HasPrefix(doc[strings.Index(doc, "\n## "):], "\n## "+PinsTitle+"\n\n- Rule 0: ") {
+		t.Errorf("the pins are not the first section:\n%.600s", doc)
+	}
+	a.UserConstraints += strings.Repeat("c", 4096)
+	var oe *OversizeError
+	if _, err := Render(a, m, DefaultDocLimits); !errors.As(err, &oe) || !strings.Contains(err.Error(), "the user's pins are not counted") {
+		t.Errorf("over the cap without the pins: %v", err)
 	}
 }
 

@@ -1080,15 +1080,15 @@ func (e *Engine) Settled(ctx context.Context, p Peer, arm ArmFunc) Answer {
 // usable one.
 func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
 	prior := priorHandoff(s.last.Path)
-	var requests []string
-	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b, s.wasDiscarded) })
-	doc := MechanicalSummary(prior, requests, s.peer.SessionFile)
+	var requests, pinned []string
+	e.readBranch(s, func(b []*session.Entry) { requests, pinned = UserMessagesSince(b, s.wasDiscarded), Pins(b) })
+	doc := MechanicalSummary(prior, requests, pinned, s.peer.SessionFile)
 	dir := HandoffDir(s.peer.Cwd)
 	n := NextN(dir, s.peer.SessionID, s.restored.MaxN)
 	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
 	sc := &Sidecar{Version: 1, ID: id, Path: filepath.Join(dir, id+".md"),
 		Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
-		Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile},
+		Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile, Pins: pinned},
 		Backoff:  HandoffDetails{Kind: "handoff", Path: filepath.Join(dir, id+".md"), Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}
 	if err := WriteHandoff(dir, sc, doc); err != nil {
 		return "", err

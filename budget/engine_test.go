@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pi-session/pi-session/session"
 	"github.com/pi-session/pi-session/status"
 )
 
@@ -904,5 +905,70 @@ func TestBackstopRecoversPriorFromMarkdown(t *testing.T) {
 		if !strings.Contains(ans.Summary, want) {
 			t.Errorf("the mechanical summary lacks %q:\n%s", want, ans.Summary)
 		}
+	}
+}
+
+// TestHandoffCarriesPins: the handoff a context_handoff call writes and
+// the emergency one both carry the branch's pins first, whole, whether or
+// not the agent quoted them, and the sidecar keeps them.
+func TestHandoffCarriesPins(t *testing.T) {
+	e := newTestEnv(t, enforceConfig)
+	sf := filepath.Join(e.dir, "s.jsonl")
+	os.WriteFile(sf, []byte(`{"type":"session","version":3,"id":"pin1","timestamp":"2026-11-30T08:00:00.000Z","cwd":"/w"}
+{"type":"message","id":"m1","parentId":null,"timestamp":"2026-11-30T08:01:00.000Z","message":{"role":"user","content":"start","timestamp":1}}
+{"type":"custom","id":"p1","parentId":"m1","timestamp":"2026-11-30T08:02:00.000Z","customType":"pi-session:pin","data":{"text":"Never push to main."}}
+{"type":"custom","id":"p2","parentId":"p1","timestamp":"2026-11-30T08:03:00.000Z","customType":"pi-session:pin","data":{"text":"Two lines:\nkeep both"}}
+{"type":"custom","id":"p3","parentId":"p2","timestamp":"2026-11-30T08:04:00.000Z","customType":"pi-session:pin","data":{"text":"gone"}}
+{"type":"custom","id":"u1","parentId":"p3","timestamp":"2026-11-30T08:05:00.000Z","customType":"pi-session:unpin","data":{"pin":"p3"}}
+`), 0o600)
+	open := func() *Engine {
+		eng, err := New(Options{Getenv: func(k string) string { return e.vars[k] }, Now: func() time.Time { return e.now }, Git: true,
+			Sessions: func(path string, fn func(*session.File) error) error {
+				f, err := session.Open(path)
+				if err != nil {
+					return err
+				}
+				return fn(f)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		return eng
+	}
+	eng := open()
+	ctx := context.Background()
+	p := Peer{SessionID: "pin1", Cwd: e.cwd, SessionFile: sf, Wrapper: true}
+	var armed string
+	arm := func(h, lp string) (string, error) { armed = h; return "/m/marker.json", nil }
+	eng.Start(p, arm, StartParams{Model: "faux/faux-1"})
+	eng.Manual(p, arm, "")
+	eng.AgentStart(p, arm, AgentStartParams{Manual: true})
+	h := eng.Handoff(ctx, p, arm, HandoffParams{Args: []byte(`{"goal":"g","next_step":"n","facts":"f","user_constraints":"Never push to main."}`)})
+	if h.IsError {
+		t.Fatalf("handoff: %s", h.Text)
+	}
+	const section = "## " + PinsTitle + "\n\n- Never push to main.\n- Two lines:\n  keep both\n\n## Goal"
+	doc, _ := os.ReadFile(h.Details.Path)
+	if !strings.Contains(string(doc), section) || strings.Contains(string(doc), "gone") {
+		t.Errorf("the handoff lacks the pins before its goal, or holds the unpinned one:\n%s", doc)
+	}
+	sc, err := ReadSidecar(h.Details.Path)
+	if err != nil || !slices.Equal(sc.Metadata.Pins, []string{"Never push to main.", "Two lines:\nkeep both"}) {
+		t.Errorf("sidecar pins: %v, %v", sc, err)
+	}
+	// The emergency handoff at the hard limit carries them too.
+	eng = open()
+	p.SessionID = "pin2"
+	eng.Start(p, arm, StartParams{Model: "faux/faux-1"})
+	eng.TurnEnd(ctx, p, arm, TurnEndParams{Tokens: i64(1500), Usage: i64(1500), Continues: true})
+	eng.TurnEnd(ctx, p, arm, TurnEndParams{Tokens: i64(9000), Usage: i64(9000), Continues: true})
+	eng.Settle(p, arm, 0)
+	eng.Settle(p, arm, 0)
+	armed = ""
+	eng.Settled(ctx, p, arm)
+	em, err := os.ReadFile(armed)
+	if err != nil || !strings.Contains(string(em), "# Emergency handoff (mechanical)") || !strings.Contains(string(em), "\n\n- Never push to main.\n- Two lines:\n  keep both\n") {
+		t.Errorf("emergency handoff %q: %v\n%s", armed, err, em)
 	}
 }

@@ -94,6 +94,7 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		m.Repo, m.Repos, m.ReposOmitted = CollectRepos(ctx, s.peer.Cwd, TouchedPaths(branch, s.peer.Cwd))
 	}
 	m.UserMessages = UserMessagesSince(branch, s.wasDiscarded)
+	m.Pins = Pins(branch)
 	roots := []string{s.peer.Cwd}
 	if m.Repo != nil && m.Repo.Root != s.peer.Cwd {
 		roots = append(roots, m.Repo.Root)
@@ -280,10 +281,10 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 		}
 	}
 	prior := priorHandoff(s.last.Path)
-	var requests []string
-	e.readBranch(s, func(b []*session.Entry) { requests = UserMessagesSince(b, s.wasDiscarded) })
+	var requests, pinned []string
+	e.readBranch(s, func(b []*session.Entry) { requests, pinned = UserMessagesSince(b, s.wasDiscarded), Pins(b) })
 	e.event(s, "backstop", map[string]any{"reason": cp.Reason, "mechanical": true})
-	return &CompactionAnswer{Summary: MechanicalSummary(prior, requests, s.peer.SessionFile), Details: &HandoffDetails{Kind: "backstop", Mechanical: true, Source: cp.Reason}}
+	return &CompactionAnswer{Summary: MechanicalSummary(prior, requests, pinned, s.peer.SessionFile), Details: &HandoffDetails{Kind: "backstop", Mechanical: true, Source: cp.Reason}}
 }
 
 // CompactResultParams is the outcome of a compaction.

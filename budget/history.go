@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pi-session/pi-session/pins"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -107,6 +108,12 @@ func Restore(branch []*session.Entry) Restored {
 		}
 	}
 	return r
+}
+
+// Pins are the texts of the user's pins on the branch (pins.Replay).
+func Pins(branch []*session.Entry) []string {
+	list, _ := pins.Replay(branch)
+	return pins.Texts(list)
 }
 
 // UserMessagesSince returns the text of user messages after the last
@@ -319,10 +326,14 @@ func Lint(roots []string, latest time.Time, missing []string) []string {
 // MechanicalSummary is the emergency summary of the overflow backstop:
 // bounded excerpts of the prior handoff (from its sidecar, else recovered
 // from its Markdown; cited even when unreadable) when there is one, the recent user requests, and instructions to re-establish state
-// from files and git. It needs no writable storage.
-func MechanicalSummary(prior *Sidecar, requests []string, sessionFile string) string {
+// from files and git. The user's pins come first, whole. It needs no
+// writable storage.
+func MechanicalSummary(prior *Sidecar, requests, pinned []string, sessionFile string) string {
 	var b strings.Builder
 	b.WriteString("# Emergency handoff (mechanical)\n\nThe context overflowed or could not be compacted normally, so pi-session replaced it with this bounded mechanical summary. Re-establish state from files and git before acting: read the prior handoff below (if any) in full, check `git status` and `git log --oneline --no-show-signature -5`, re-verify CI, review and issue facts, then continue.\n")
+	if len(pinned) > 0 {
+		b.WriteString("\n## " + PinsTitle + "\n\n" + pins.Bullets(pinned))
+	}
 	if sessionFile != "" {
 		b.WriteString("\nSession file (full history): " + sessionFile + "\n")
 	}

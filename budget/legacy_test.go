@@ -137,7 +137,7 @@ func TestMechanicalSummaryGolden(t *testing.T) {
 		{"unreadable", &Sidecar{Path: "/repo/.ai-work/handoffs/s-1.md", recovered: "unreadable: no sidecar (open /repo/.ai-work/handoffs/s-1.json: no such file or directory) and no Markdown: open /repo/.ai-work/handoffs/s-1.md: no such file or directory"}},
 		{"no prior handoff", nil},
 	} {
-		out := MechanicalSummary(c.prior, requests, file)
+		out := MechanicalSummary(c.prior, requests, nil, file)
 		if strings.Contains(out, strings.Repeat("long/", 300)) {
 			t.Errorf("%s: an oversize read-first path was cut into the summary instead of omitted", c.name)
 		}

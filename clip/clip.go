@@ -16,15 +16,11 @@ const EchoChars = 200
 // characters (but tab and newline) written out as \x1b or \u009b: an
 // argument echoed in a message that reaches a terminal can then not clear
 // the screen, move the cursor or set the clipboard (OSC 52).
-func Echo(s string) string { return visible(To(s, EchoChars)) }
+func Echo(s string) string { return Visible(To(s, EchoChars)) }
 
-// Visible is s whole with its control characters written out as Echo
-// writes them, for text shown in full (a rule in a note, a line printed
-// on a terminal).
-func Visible(s string) string { return visible(s) }
-
-// visible writes out the control characters of s but tab and newline.
-func visible(s string) string {
+// Visible writes out the control characters of s but tab and newline, as
+// Echo does, without shortening s.
+func Visible(s string) string {
 	if !strings.ContainsFunc(s, IsControl) {
 		return s
 	}

@@ -42,7 +42,7 @@ type Auto struct {
 
 // Config is <agentDir>/context-relay.json.
 type Config struct {
-	Enabled      bool   `json:"enabled"`
+	Enabled      bool   `json:"enabled"` // false: the extension registers no /relay, no recall and no trigger
 	TailMaxChars int    `json:"tailMaxChars"`
 	GitTimeoutMs int    `json:"gitTimeoutMs"`
 	Limits       Limits `json:"limits"`

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pi-session/pi-session/pins"
 	"github.com/pi-session/pi-session/rules"
 	"github.com/pi-session/pi-session/session"
 )
@@ -28,6 +29,9 @@ type Facts struct {
 	// Earlier are the user messages before that boundary, oldest first:
 	// condensed to one line.
 	Earlier []string
+	// Pins are the rules the user pinned with /pin on this branch, in
+	// the order pinned: verbatim, first in the note, never cut.
+	Pins []string
 	// Constraints are the user's standing rules, current and
 	// superseded, oldest first.
 	Constraints []rules.Rule
@@ -385,6 +389,8 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	f.Answer, f.AnswerEntry = v.answer(keptAt)
 	f.Constraints = rules.Extract(users)
 	f.Commands = cmds.list()
+	list, _ := pins.Replay(branch)
+	f.Pins = pins.Texts(list)
 	f.Subagents, f.Worktrees = subs.list()
 	for _, fc := range files {
 		f.Files = append(f.Files, *fc)

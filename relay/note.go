@@ -2,10 +2,12 @@ package relay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/pins"
 	"github.com/pi-session/pi-session/rules"
 )
 
@@ -34,14 +36,15 @@ type NoteMeta struct {
 // Layout writes the note for the facts of a branch. It is a pure function
 // of its arguments: the same session gives the same note.
 //
-// Every section is first written whole. When the note is then over
+// The user's pins come first, whole, and never give way. Every other
+// section is first written whole. When the note is then over
 // Limits.Total, sections give way in this order until it fits: extra,
 // git, subagents, the final answer, commands, files, superseded rules,
 // user instructions, the task statement; each first down to its own
 // limit, then, in the same order, further down to nothing. The user's
 // current rules never give way to the total: only past HardCeiling are
 // the oldest of them left out, and the note says how many and where
-// recall finds them.
+// recall finds them. A rule a pin already holds is not repeated.
 func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) string {
 	type part struct {
 		limit  int
@@ -49,10 +52,12 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	}
 	head := fmt.Sprintf("# Handoff note %d (context-relay)\nIt replaces %d earlier entries (about %d tokens), written from the session file without a model; the exchange from the last user message on follows unchanged.\n",
 		m.N, f.Leaving, m.TokensBefore)
+	pinned := pinsSection(f.Pins)
 	foot := footer(m)
+	cs := withoutPinned(f.Constraints, f.Pins)
 	parts := []part{
-		{HardCeiling(lim), func(b int, _ bool) string { return constraintsSection(f.Constraints, HardCeiling(lim)) }},
-		{lim.Total / 4, func(b int, _ bool) string { return supersededSection(f.Constraints, b) }},
+		{HardCeiling(lim), func(b int, _ bool) string { return constraintsSection(cs, HardCeiling(lim)) }},
+		{lim.Total / 4, func(b int, _ bool) string { return supersededSection(cs, b) }},
 		{lim.Task, func(b int, _ bool) string { return taskSection(f, b) }},
 		{lim.UserMessages, func(b int, limited bool) string { return instructionsSection(f, lim, b, limited) }},
 		{lim.Answer, func(b int, _ bool) string { return answerSection(f.Answer, b) }},
@@ -71,6 +76,9 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 		return runes(s) + 1
 	}
 	total := runes(head) + runes(foot) + 1
+	if pinned != "" {
+		total += runes(pinned) + 1
+	}
 	for i, p := range parts {
 		out[i] = p.render(unlimited, false)
 		total += size(out[i])
@@ -100,6 +108,10 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	}
 	var b strings.Builder
 	b.WriteString(head)
+	if pinned != "" {
+		b.WriteString("\n")
+		b.WriteString(pinned)
+	}
 	for _, s := range out {
 		if s != "" {
 			b.WriteString("\n")
@@ -121,6 +133,38 @@ func HardCeiling(lim Limits) int { return 4 * lim.Total }
 
 func footer(m NoteMeta) string {
 	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
+}
+
+// pinsSection lists the user's pins verbatim, each whole: a pin holds
+// until the user unpins it, whatever the budget.
+func pinsSection(texts []string) string {
+	if len(texts) == 0 {
+		return ""
+	}
+	return "## Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)\n" + pins.Bullets(texts)
+}
+
+// withoutPinned drops the constraints a pin already holds (the user pinned
+// the message they stand in, or the rule itself): a current one would be
+// listed twice, and a superseded one would contradict the pin, which holds
+// until the user unpins it.
+func withoutPinned(cs []rules.Rule, pinned []string) []rules.Rule {
+	if len(pinned) == 0 {
+		return cs
+	}
+	flat := make([]string, len(pinned))
+	for i, p := range pinned {
+		flat[i] = oneLine(p)
+	}
+	out := make([]rules.Rule, 0, len(cs))
+	for _, c := range cs {
+		t := oneLine(c.Text)
+		if t != "" && slices.ContainsFunc(flat, func(p string) bool { return strings.Contains(p, t) }) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // constraintsSection lists the current rules verbatim, oldest first.

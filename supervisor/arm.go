@@ -19,14 +19,55 @@ type Relauncher struct {
 	mu  sync.Mutex
 	pid int
 	a   marker.Assignment
+
+	next  *Continuation // what the next launch continues from
+	cont  *Continuation // what the current launch continues from
+	bound string        // the session the current launch's continuation went to
+}
+
+// Continuation is what a relaunched pi continues from: the previous
+// session file (as its marker named it; "" when it named none) and the
+// handoff, both from the marker pi-session relaunched from.
+type Continuation struct {
+	SessionFile string `json:"sessionFile"`
+	Handoff     string `json:"handoff"`
 }
 
 // Arm makes pid, the pi of the launch a, the one process allowed to arm
-// a's marker. Call it from Launch.Started.
+// a's marker. Call it from Launch.Started. The continuation given to
+// Continue before goes to this launch.
 func (r *Relauncher) Arm(pid int, a marker.Assignment) {
 	r.mu.Lock()
 	r.pid, r.a = pid, a
+	r.cont, r.next, r.bound = r.next, nil, ""
 	r.mu.Unlock()
+}
+
+// Continue says what the next launch continues from: a relaunch's marker
+// (nil for a launch that continues nothing).
+func (r *Relauncher) Continue(c *Continuation) {
+	r.mu.Lock()
+	r.next = c
+	r.mu.Unlock()
+}
+
+// ContinuationFor is what peer's session continues from: only for the pi
+// of the current launch, which was a relaunch, from its main session, and
+// only for the first session that asks (the one pi starts with; a session
+// the user switches to later continues nothing).
+func (r *Relauncher) ContinuationFor(peer *hooks.Peer) (Continuation, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cont == nil || peer.PID == 0 || peer.PID != r.pid || peer.Hello.Role != hooks.RoleMain || peer.Hello.SessionID == "" {
+		return Continuation{}, false
+	}
+	if r.bound == "" {
+		r.bound = peer.Hello.SessionID
+	}
+	if r.bound != peer.Hello.SessionID {
+		return Continuation{}, false
+	}
+	return *r.cont, true
 }
 
 // Disarm forgets the launch once its pi has exited.

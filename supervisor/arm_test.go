@@ -92,3 +92,43 @@ func TestArmRelaunch(t *testing.T) {
 		t.Errorf("still armed after Disarm")
 	}
 }
+
+// TestContinuation: what a relaunch continues from goes to the relaunched
+// pi's first main session only; the first launch, another process, a
+// child session, a later session and the launch after it get nothing.
+func TestContinuation(t *testing.T) {
+	peer := func(pid int, role, session string) *hooks.Peer {
+		return &hooks.Peer{PID: pid, Hello: hooks.Hello{Role: role, SessionID: session}}
+	}
+	r := &Relauncher{}
+	r.Arm(10, marker.Assignment{})
+	if _, ok := r.ContinuationFor(peer(10, hooks.RoleMain, "s1")); ok {
+		t.Errorf("the first launch continues something")
+	}
+	r.Disarm()
+	c := Continuation{SessionFile: "/agent/sessions/s1.jsonl", Handoff: "/w/.ai-work/handoffs/s1-1.md"}
+	r.Continue(&c)
+	r.Arm(11, marker.Assignment{})
+	for _, tt := range []struct {
+		name string
+		p    *hooks.Peer
+		ok   bool
+	}{
+		{"another process", peer(12, hooks.RoleMain, "s2"), false},
+		{"a child session", peer(11, hooks.RoleChild, "s2"), false},
+		{"no session id", peer(11, hooks.RoleMain, ""), false},
+		{"the first main session", peer(11, hooks.RoleMain, "s2"), true},
+		{"it again (a reconnection)", peer(11, hooks.RoleMain, "s2"), true},
+		{"a session switched to", peer(11, hooks.RoleMain, "s3"), false},
+	} {
+		got, ok := r.ContinuationFor(tt.p)
+		if ok != tt.ok || ok && got != c {
+			t.Errorf("%s: ContinuationFor = %+v, %v; want %v", tt.name, got, ok, tt.ok)
+		}
+	}
+	r.Disarm()
+	r.Arm(13, marker.Assignment{})
+	if _, ok := r.ContinuationFor(peer(13, hooks.RoleMain, "s4")); ok {
+		t.Errorf("the launch after the relaunch continues it too")
+	}
+}

@@ -37,8 +37,9 @@ validated and checked as the tool's first call checks them (files_to_read
 and a launch_prompt file must exist), and the automatic metadata collected
 from DIR (default: the current directory) the way the engine collects it:
 git state of DIR's repository and of the repositories the session's tool
-calls touched, the user's messages since the previous handoff (from
---session, a pi session file). Writes nothing; runs no resume check.
+calls touched, the user's messages since the previous handoff and the
+pins of the branch, first (from --session, a pi session file). Writes
+nothing; runs no resume check.
 Exit status 1 when the arguments are invalid or the document would be
 over its size cap, with the tool error the model would get.
 `
@@ -92,6 +93,7 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 	}
 	m.Repo, m.Repos, m.ReposOmitted = budget.CollectRepos(ctx, cwd, budget.TouchedPaths(branch, cwd))
 	m.UserMessages = budget.UserMessagesSince(branch, nil)
+	m.Pins = budget.Pins(branch)
 	// The objective checks, as the tool's first call makes them (no
 	// registry here, so watch_actions are not checked against running ids).
 	if problems, _ := budget.CheckArgs(a, nil); len(problems) > 0 {

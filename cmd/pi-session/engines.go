@@ -14,12 +14,14 @@ type engineSet struct {
 	offload    *offloadEngines
 	budget     *budgetEngine
 	relay      *relayHost
+	pins       *pinsHost
 }
 
 // newEngineSet opens the engines for one host. relauncher is the
 // wrapper's, or nil for serve.
 func newEngineSet(inv *invocation, relauncher *supervisor.Relauncher) *engineSet {
-	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher), relay: newRelayHost(inv)}
+	return &engineSet{inv: inv, relauncher: relauncher, offload: newOffloadEngines(), budget: newBudgetEngine(inv, relauncher), relay: newRelayHost(inv),
+		pins: &pinsHost{relauncher: relauncher}}
 }
 
 // list is the engines to register, in order.
@@ -29,7 +31,7 @@ func (s *engineSet) list() []hooks.Engine {
 		es = append(es, s.relauncher.Engine())
 	}
 	es = append(es, recapEngine())
-	return append(es, s.offload.engine(), s.budget.engine(), s.relay.engine())
+	return append(es, s.offload.engine(), s.budget.engine(), s.relay.engine(), s.pins.engine())
 }
 
 // closed tells the engines that a session's connection closed (clean:

@@ -273,6 +273,9 @@ func cmdEngineRelay(ctx context.Context, inv *invocation) int {
 	for _, w := range warn {
 		fmt.Fprintf(inv.stderr, "pi-session: warning: %s\n", w)
 	}
+	if !cfg.Enabled {
+		fmt.Fprintf(inv.stderr, "pi-session: %s says \"enabled\": false, so pi has no /relay (and no recall); this is the note it would make\n", relay.ConfigPath(agentDir))
+	}
 	f, read, err := openOnce(inv, path)
 	if err != nil {
 		return inv.errorf(1, "engine relay: %v", err)

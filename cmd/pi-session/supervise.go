@@ -128,8 +128,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		}
 		exit := relaunch.Exit{Code: res.Code, Signal: res.Signal}
 		now := time.Now()
+		observed := relaunch.Inspect(markerPath, exit, res.Interrupted, relaunch.OS{})
 		d := relaunch.Decide(relaunch.Input{
-			Observed: relaunch.Inspect(markerPath, exit, res.Interrupted, relaunch.OS{}),
+			Observed: observed,
 			LaunchID: launchID,
 			Args:     relocated,
 			Mode:     mode,
@@ -153,6 +154,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		}
 		history = append(history, now)
 		launchArgs, dir = d.Argv, d.Dir
+		// The relaunched pi learns what it continues from here, from the
+		// marker pi-session checked, not from its prompt (see pins.go).
+		relauncher.Continue(&supervisor.Continuation{SessionFile: ptrString(observed.Marker.SessionFile), Handoff: observed.Marker.Handoff})
 	}
 }
 
@@ -194,4 +198,12 @@ func relaunchLimit(env *environ) (int, error) {
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// ptrString is *p, or "" for nil.
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -11,6 +11,7 @@ import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
 import type { Call, Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
+import { registerPins } from "./pins.ts";
 import { registerBudget } from "./budget.ts";
 import { registerRecap } from "./recap.ts";
 import { registerRelay } from "./relay.ts";
@@ -201,6 +202,7 @@ export default function (pi: ExtensionAPI) {
 	registerBudget(pi, kit);
 	registerRecap(pi, kit);
 	registerRelay(pi, kit);
+	registerPins(pi, kit);
 
 	pi.events.on(ARM_RELAUNCH, async (data) => {
 		const req = data as ArmRequest;

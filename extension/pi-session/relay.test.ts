@@ -259,3 +259,24 @@ test("/relay that pi cannot compact ends in an error notice and a logged failure
 	const log = k.calls.find((x: any) => x.method === "relay.log");
 	assert.deepEqual([log?.params.trigger, log?.params.ok, log?.params.error], ["manual", false, "Nothing to compact (session too small)"]);
 });
+
+test('"enabled": false registers nothing: no /relay, no recall, no trigger; /pi-session says so', async () => {
+	for (const enabled of [false, true]) {
+		const f = fakePi();
+		const arbiter = new Arbiter();
+		const k = fakeKit(arbiter);
+		const reports: (() => Promise<string[]>)[] = [];
+		k.kit.report = (rows: () => Promise<string[]>) => void reports.push(rows);
+		k.kit.ask = async (method: string) =>
+			method === "relay.config" ? { result: { config: { enabled, auto: { inputMinTokens: 1000 } }, warnings: [], path: "/agent/context-relay.json" } } : { result: {} };
+		registerRelay(f.pi, k.kit);
+		const c = fakeCtx();
+		await f.fire("session_start", {}, c.ctx);
+		assert.deepEqual([Object.keys(f.commands), Object.keys(f.tools)], enabled ? [["relay"], ["recall"]] : [[], []]);
+		assert.deepEqual(await arbiter.input({ text: "x", source: "rpc" }, c.ctx), enabled ? { action: "handled" } : undefined, "trigger A");
+		assert.equal((f.handlers.agent_settled ?? []).length, enabled ? 1 : 0, "trigger B's timer is armed at agent_settled");
+		const rows = (await reports[0]()).join("\n");
+		if (enabled) assert.match(rows, /^ {2}relay {5}on; auto on input >= 1k/);
+		else assert.equal(rows, '  relay     off ("enabled": false in /agent/context-relay.json): no /relay, no recall tool, no automatic relays; /pin still pins, and handoffs carry the pins');
+	}
+});

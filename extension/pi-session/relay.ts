@@ -3,7 +3,9 @@
 // expires) and their notices. The note itself, where it is stored and what
 // recall answers are decided in Go (relay.* on the engine host); this
 // module only talks to pi. It registers nothing in subagent sessions and in
-// print/json mode.
+// print/json mode, nor when context-relay.json says "enabled": false (read
+// at session start, before anything is registered; with the engine
+// unreachable then, the defaults apply: the relay is on).
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { createHash, randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
@@ -96,6 +98,7 @@ type Outcome = { ok: boolean; error?: string; tokensBefore?: number; tokensAfter
 export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	let cfg: RelayConfig = DEFAULTS;
 	let warnings: string[] = [];
+	let configPath = "context-relay.json";
 	let active = false; // registered for this session
 	let pending: Pending | undefined; // the relay in flight
 	let held: Held[] | undefined; // trigger A's held inputs, while its relay runs
@@ -390,11 +393,13 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		const h = kit.hello();
 		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
-		register();
-		const c = await kit.ask<{ config: any; warnings: string[] }>("relay.config", {}, { timeoutMs: 3000 });
+		const c = await kit.ask<{ config: any; warnings: string[]; path?: string }>("relay.config", {}, { timeoutMs: 3000 });
 		cfg = readConfig(c?.result.config);
 		warnings = c?.result.warnings ?? [];
+		configPath = c?.result.path ?? configPath;
 		if (warnings.length) notice(ctx, `context-relay: ${warnings[0]}${warnings.length > 1 ? ` (and ${warnings.length - 1} more: see /pi-session)` : ""}`, "warning");
+		// "enabled": false: no /relay, no recall tool, no automatic relay.
+		if (cfg.enabled) register();
 	});
 
 	pi.on("session_shutdown", () => {
@@ -404,7 +409,11 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 
 	kit.report?.(async () => {
 		if (!active) return [];
-		const rows = [`relay     ${cfg.enabled ? "on" : "off (enabled: false)"}; auto on input ${cfg.auto.onInput ? `>= ${kTokens(cfg.auto.inputMinTokens)}` : "off"}, before cache expiry ${cfg.auto.beforeExpiry ? `>= ${kTokens(cfg.auto.expiryMinTokens)}` : "off"}`];
+		const rows = [
+			cfg.enabled
+				? `relay     on; auto on input ${cfg.auto.onInput ? `>= ${kTokens(cfg.auto.inputMinTokens)}` : "off"}, before cache expiry ${cfg.auto.beforeExpiry ? `>= ${kTokens(cfg.auto.expiryMinTokens)}` : "off"}`
+				: `relay     off ("enabled": false in ${configPath}): no /relay, no recall tool, no automatic relays; /pin still pins, and handoffs carry the pins`,
+		];
 		for (const w of warnings) rows.push(`warning   context-relay: ${w}`);
 		return rows.map((r) => `  ${r}`);
 	});

@@ -28,7 +28,8 @@
 //                  "demo" (the demo's friendly answers).
 //   FAUX_FALLBACK  fallback without a script (default echo)
 //   FAUX_LOG       JSONL file; one line per request the model received:
-//                  {"n", "pid", "messages", "tools"}
+//                  {"n", "pid", "messages", "tools"}: tools are the names
+//                  of the tools the request declares to the model
 //   FAUX_TIMES     file; one line per request: milliseconds (performance.now())
 //                  when the model received it, for benchmarks that time turns
 //                  without FAUX_LOG's cost
@@ -111,14 +112,28 @@ function requestIndex(): number {
 	}
 }
 
-function logRequest(n: number, messages: any[]) {
+// toolNames are the tools a request declares to the model: the request's
+// own tool list, else what its system messages add and remove (pi 1.6
+// declares tools in system messages: toolsAdded, toolsRemoved).
+export function toolNames(tools: unknown, messages: any[]): string[] {
+	if (Array.isArray(tools) && tools.length > 0) return tools.map((t: any) => String(t?.name));
+	const names: string[] = [];
+	for (const m of messages) {
+		if (m?.role !== "system") continue;
+		for (const t of m.tools ?? []) if (!names.includes(t.name)) names.push(t.name);
+		for (const t of m.toolsAdded ?? []) if (!names.includes(t.name)) names.push(t.name);
+		for (const t of m.toolsRemoved ?? []) {
+			const i = names.indexOf(typeof t === "string" ? t : t?.name);
+			if (i >= 0) names.splice(i, 1);
+		}
+	}
+	return names;
+}
+
+function logRequest(n: number, messages: any[], tools: unknown) {
 	const log = process.env.FAUX_LOG;
 	if (!log) return;
-	const tools: string[] = [];
-	for (const m of messages) {
-		if (m.role === "system" && Array.isArray(m.tools)) for (const t of m.tools) tools.push(t.name);
-	}
-	fs.appendFileSync(log, JSON.stringify({ n, pid: process.pid, messages, tools }) + "\n", { mode: 0o600 });
+	fs.appendFileSync(log, JSON.stringify({ n, pid: process.pid, messages, tools: toolNames(tools, messages) }) + "\n", { mode: 0o600 });
 }
 
 // The demo's build log comes from pi's own bash tool running the command
@@ -260,7 +275,7 @@ export default function (pi: ExtensionAPI) {
 		const messages = context.messages ?? [];
 		if (process.env.FAUX_TIMES) fs.appendFileSync(process.env.FAUX_TIMES, performance.now().toFixed(3) + "\n");
 		const n = requestIndex();
-		logRequest(n, messages);
+		logRequest(n, messages, context.tools);
 		const steps = scenario.steps ?? [];
 		let step: Step | undefined;
 		if (n < steps.length) step = steps[n];
