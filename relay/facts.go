@@ -310,7 +310,8 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 			}
 			if v.context[at] {
 				f.Instructions = append(f.Instructions, Instruction{EntryID: e.ID, Time: minute(e.Timestamp), Text: ut})
-			} else {
+			} else if e.ID != f.TaskEntry {
+				// The task statement has its own section.
 				f.Earlier = append(f.Earlier, ut)
 			}
 		case "assistant":

@@ -83,13 +83,14 @@ func Extract(msgs []Message) []Rule { return Default().Extract(msgs) }
 func (m *Model) Extract(msgs []Message) []Rule {
 	var out []Rule
 	var subj []subject
+	var from []int           // the message each rule of out comes from
 	var current []int        // indices of out still current, oldest first
 	seen := map[string]int{} // normalized text -> index in out
 	// drop marks the current rules a later sentence replaces.
-	drop := func(by string, revoked bool, keep int, replaced func(i int) bool) {
+	drop := func(by string, revoked bool, replaced func(i int) bool) {
 		kept := current[:0]
-		for k, i := range current {
-			if i != keep && k >= len(current)-maxCurrent && replaced(i) {
+		for _, i := range current {
+			if replaced(i) {
 				out[i].SupersededBy, out[i].Revoked = by, revoked
 				continue
 			}
@@ -97,15 +98,28 @@ func (m *Model) Extract(msgs []Message) []Rule {
 		}
 		current = kept
 	}
-	for _, msg := range msgs {
+	for mi, msg := range msgs {
+		// Only rules of earlier messages are revised: the rules of one
+		// message (a pasted guide) stand beside each other.
+		earlier := func(i int) bool { return from[i] < mi }
 		for _, c := range m.Classify(msg.Text) {
-			if c.Label != LabelRevoke && !IsRule(c.Label) {
+			revokes := c.Label == LabelRevoke || c.Scores[LabelRevoke] >= softRevoke
+			if !revokes && !IsRule(c.Label) {
 				continue
 			}
 			later := subjectOf(c.Text, c.Lead)
-			if c.Label == LabelRevoke {
-				best := m.bestMatch(later, subj, current, -1)
-				drop(c.Text, true, -1, func(i int) bool { return best[i] })
+			if revokes {
+				// A revocation cancels the earlier rule it is most about; a
+				// rule that only may be one needs a firmer match.
+				need := 1
+				if c.Label != LabelRevoke {
+					need = 2
+				}
+				if best := bestMatch(later, subj, current, earlier, need); best >= 0 {
+					drop(c.Text, true, func(i int) bool { return i == best })
+				}
+			}
+			if !IsRule(c.Label) {
 				continue
 			}
 			text := c.Text
@@ -120,11 +134,13 @@ func (m *Model) Extract(msgs []Message) []Rule {
 			if !again {
 				at = -1
 			}
-			var best map[int]bool
-			if c.Label == LabelRevise || later.revises {
-				best = m.bestMatch(later, subj, current, at)
+			best := -1
+			if c.Label == LabelRevise || later.revises || c.Scores[LabelRevise] >= softRevise {
+				best = bestMatch(later, subj, current, func(i int) bool { return i != at && earlier(i) }, 1)
 			}
-			drop(c.Text, false, at, func(i int) bool { return best[i] || later.supersedes(subj[i]) })
+			drop(c.Text, false, func(i int) bool {
+				return i != at && (i == best || earlier(i) && later.supersedes(subj[i]))
+			})
 			if again {
 				if !out[at].Current() {
 					current = append(current, at)
@@ -137,33 +153,54 @@ func (m *Model) Extract(msgs []Message) []Rule {
 			current = append(current, len(out))
 			out = append(out, Rule{Text: text, Sentence: c.Text, Lead: c.Lead, EntryID: msg.EntryID})
 			subj = append(subj, later)
+			from = append(from, mi)
 		}
 	}
 	return out
 }
 
-// bestMatch finds the current rules a revision or revocation is about:
-// those sharing the most subject (identifiers count double) with it, at
-// least one word; none when nothing is shared.
-func (m *Model) bestMatch(s subject, subj []subject, current []int, skip int) map[int]bool {
-	best, top := map[int]bool{}, 0
+// A sentence taken for a rule may still revoke or revise: from these
+// probabilities on it is compared with the earlier rules.
+const (
+	softRevoke = 0.2
+	softRevise = 0.3
+)
+
+// bestMatch finds the current rule (among the latest maxCurrent that ok
+// accepts) a revision or revocation is about: the one sharing the most
+// subject with it (identifiers count double, what it rejects three
+// times), at least need; a tie goes to the rule whose shared word comes
+// first in the later sentence (its topic, not its new value). -1 when
+// none.
+func bestMatch(s subject, subj []subject, current []int, ok func(int) bool, need int) int {
+	best, top, topAt := -1, 0, 0
 	for k, i := range current {
-		if i == skip || k < len(current)-maxCurrent {
+		if k < len(current)-maxCurrent || !ok(i) {
 			continue
 		}
 		sc := weighted(s.words, subj[i].words)
 		if len(s.rejected) > 0 {
 			sc += 2 * weighted(s.rejected, subj[i].words)
 		}
-		switch {
-		case sc == 0 || sc < top:
-		case sc > top:
-			best, top = map[int]bool{i: true}, sc
-		default:
-			best[i] = true
+		if sc < need || sc < top {
+			continue
+		}
+		at := s.firstShared(subj[i].words)
+		if sc > top || at < topAt {
+			best, top, topAt = i, sc, at
 		}
 	}
 	return best
+}
+
+// firstShared is the position in s's words of the first one other has.
+func (s subject) firstShared(other map[string]bool) int {
+	for i, w := range s.order {
+		if other[w] {
+			return i
+		}
+	}
+	return len(s.order)
 }
 
 // normalizeKey is the form under which two rules are the same: case,
@@ -177,6 +214,7 @@ func normalizeKey(s string) string {
 // CJK character pairs, its polarity and whether it revises.
 type subject struct {
 	words    map[string]bool
+	order    []string // the words in the sentence's order
 	neg      bool
 	revises  bool
 	rejected map[string]bool // Y of "X instead of Y", "X, not Y"
@@ -185,7 +223,11 @@ type subject struct {
 func subjectOf(sentence, lead string) subject {
 	s := Normalize(sentence)
 	toks := tokens(s)
-	sub := subject{words: contentWords(toks)}
+	sub := subject{order: contentWordList(toks)}
+	sub.words = map[string]bool{}
+	for _, w := range sub.order {
+		sub.words[w] = true
+	}
 	for _, c := range cueClasses(s, toks) {
 		switch c.cls {
 		case "neg":

@@ -94,7 +94,7 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 		offs = append(offs, i)
 	}
 	offs = append(offs, len(padded))
-	for n := 2; n <= 4; n++ {
+	for n := ngramMin; n <= ngramMax; n++ {
 		for i := 0; i+n < len(offs); i++ {
 			f.add("c", padded[offs[i]:offs[i+n]])
 		}
@@ -133,20 +133,24 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	// Shape.
 	trimmed := strings.TrimSpace(sentence)
 	last, _ := utf8.DecodeLastRuneInString(strings.TrimRight(trimmed, `"'”’」』)）*_`))
+	var shape []string
 	switch last {
 	case '?', '？':
-		f.add("q")
+		shape = append(shape, "q")
 	case '!', '！':
-		f.add("x")
+		shape = append(shape, "x")
 	case '.', '。', '．':
-		f.add("dot")
+		shape = append(shape, "dot")
 	case ':', '：':
-		f.add("colon")
+		shape = append(shape, "colon")
 	default:
-		f.add("nopunct")
+		shape = append(shape, "nopunct")
 	}
 	if strings.Contains(sentence, "`") {
-		f.add("code")
+		shape = append(shape, "code")
+	}
+	for _, sh := range shape {
+		f.add(sh)
 	}
 	if strings.ContainsAny(sentence, `"“”«»„「」『』`) {
 		f.add("quote")
@@ -203,6 +207,14 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 			if d.cls != c.cls {
 				f.add("kk", pairKey(c.cls, d.cls))
 			}
+		}
+		for _, sh := range shape {
+			f.add("ks", c.cls, sh)
+		}
+	}
+	if len(cues) == 0 {
+		for _, sh := range shape {
+			f.add("ks", "none", sh)
 		}
 	}
 	return f.unique()
@@ -270,7 +282,15 @@ type featureSet struct {
 
 func (f *featureSet) reset() { f.ids = f.ids[:0] }
 
+var ngramMin, ngramMax = 1, 3
+
+// ablate, in experiments only, drops the features of some kinds.
+var ablate map[string]bool
+
 func (f *featureSet) add(parts ...string) {
+	if ablate != nil && ablate[parts[0]] {
+		return
+	}
 	const offset, prime = 2166136261, 16777619
 	h := uint32(offset)
 	for i, p := range parts {

@@ -53,7 +53,7 @@ func Split(message string) []Unit {
 		}
 		text := strings.Join(para, "\n")
 		para = para[:0]
-		out = appendSentences(out, text, paraLead, paraQuoted)
+		out = appendSentences(out, text, paraLead, paraQuoted, paraItem)
 	}
 	for i := 0; i < len(lines); i++ {
 		raw := lines[i]
@@ -116,7 +116,7 @@ func Split(message string) []Unit {
 		flush()
 		if t, ok := introducing(trimmed); ok && i+1 < len(lines) && nextIsList(lines[i+1:]) {
 			intro = t
-			out = appendSentences(out, trimmed, heading, quoted)
+			out = appendSentences(out, trimmed, heading, quoted, false)
 			continue
 		}
 		para = append(para, trimmed)
@@ -298,17 +298,18 @@ func continues(prev, next string) bool {
 }
 
 // appendSentences cuts text (one paragraph or list item) into sentences
-// and their parentheses.
-func appendSentences(out []Unit, text, lead string, quoted bool) []Unit {
+// and their parentheses. A label it starts with becomes the lead of its
+// sentences: any short one in a list item, only a code span, emphasis or
+// a file name in a paragraph ("Note:" or "Also:" there is not a subject).
+// A marked label keeps the short item whole for the note.
+func appendSentences(out []Unit, text, lead string, quoted, isItem bool) []Unit {
 	text = strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " ")), " ")
 	item := ""
-	label, rest := labelOf(text)
-	if label != "" {
+	if label, marked := labelOf(text); label != "" && (marked || isItem) {
 		lead = join(lead, label)
-		if utf8.RuneCountInString(text) <= 400 {
+		if marked && utf8.RuneCountInString(text) <= 400 {
 			item = text
 		}
-		_ = rest
 	}
 	for _, s := range sentences(text) {
 		u := Unit{Text: s, Lead: lead, Item: item, Quoted: quoted}
@@ -321,10 +322,11 @@ func appendSentences(out []Unit, text, lead string, quoted bool) []Unit {
 }
 
 // labelOf finds the label a list item or paragraph starts with: a code
-// span, emphasis or a few words ending in a colon ("`pom.xml`: ...",
-// "**Migrations**: ...", "Database: ..."). It returns the label without
-// its colon and the rest.
-func labelOf(text string) (string, string) {
+// span, emphasis, a file name or a few words ending in a colon
+// ("`pom.xml`: ...", "**Migrations**: ...", "go.mod: ...", "Database:
+// ..."). It returns the label without its colon, and whether it is marked
+// (a code span, emphasis or a file name) rather than plain words.
+func labelOf(text string) (string, bool) {
 	for _, sep := range []string{": ", "： ", "：", " - ", " — ", " – "} {
 		i := strings.Index(text, sep)
 		if i <= 0 {
@@ -336,7 +338,8 @@ func labelOf(text string) (string, string) {
 		}
 		marked := strings.HasPrefix(head, "`") && strings.HasSuffix(head, "`") ||
 			strings.HasPrefix(head, "**") && strings.HasSuffix(head, "**") ||
-			strings.HasPrefix(head, "__") && strings.HasSuffix(head, "__")
+			strings.HasPrefix(head, "__") && strings.HasSuffix(head, "__") ||
+			!strings.Contains(head, " ") && strings.ContainsAny(head, "./") && !strings.HasSuffix(head, ".")
 		words := len(strings.Fields(head))
 		if sep == ": " || sep == "： " || sep == "：" {
 			if !marked && (words > 4 || strings.ContainsAny(head, ".!?。！？,，、")) {
@@ -345,13 +348,12 @@ func labelOf(text string) (string, string) {
 		} else if !marked {
 			continue
 		}
-		rest := strings.TrimSpace(text[i+len(sep):])
-		if rest == "" {
+		if strings.TrimSpace(text[i+len(sep):]) == "" {
 			continue
 		}
-		return cleanLead(head), rest
+		return cleanLead(head), marked
 	}
-	return "", text
+	return "", false
 }
 
 // abbreviations do not end a sentence.

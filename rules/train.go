@@ -130,8 +130,7 @@ type TrainOptions struct {
 	// said.
 	MinGroups int
 	// Balance weighs the classes: each example by (n/(classes*count))^Balance
-	// of its class (default 0.5; 1 gives every class the same total, 0
-	// none).
+	// of its class (default 0: none; 1 gives every class the same total).
 	Balance float64
 	// Beta is the F-measure the threshold maximizes on the folds (default
 	// 1.5: recall counts more than precision, a lost rule costing more
@@ -160,9 +159,6 @@ func (o *TrainOptions) defaults() {
 	}
 	if o.MinGroups == 0 {
 		o.MinGroups = 2
-	}
-	if o.Balance == 0 {
-		o.Balance = 0.5
 	}
 	if o.Balance < 0 {
 		o.Balance = 0
@@ -315,6 +311,39 @@ var biasID = func() uint32 {
 // choose, and how many sentences taken for revocations are not.
 func CV(ex []Example, opt TrainOptions) (precision, recall float64, revokes, falseRevokes int) {
 	return cvSamples(samplesOf(ex), opt)
+}
+
+// OutOfFold is one example's score from the fold model that did not see
+// it.
+type OutOfFold struct {
+	Example Example
+	Scores  Scores
+	Label   int // the fold model's decision at its own threshold
+}
+
+// CVScores scores every example with the fold model that left its group
+// out (folds as CV splits them), for curves and error lists.
+func CVScores(ex []Example, opt TrainOptions) []OutOfFold {
+	opt.defaults()
+	all := samplesOf(ex)
+	out := make([]OutOfFold, len(ex))
+	for k := 0; k < opt.Folds; k++ {
+		var train []sample
+		var test []int
+		for i, s := range all {
+			if foldOf("cv:", s.group, opt.Folds) == k {
+				test = append(test, i)
+			} else {
+				train = append(train, s)
+			}
+		}
+		m := trainSamples(train, opt)
+		for _, i := range test {
+			sc := m.Predict(all[i].ids)
+			out[i] = OutOfFold{Example: ex[i], Scores: sc, Label: m.Label(sc)}
+		}
+	}
+	return out
 }
 
 // CVSet is CV with the features computed once for many runs.

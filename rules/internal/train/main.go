@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/pi-session/pi-session/rules"
 )
@@ -13,6 +14,7 @@ func main() {
 	set := flag.String("set", "testdata/labelled", "the labelled set's directory")
 	out := flag.String("out", "model.bin", "the model file to write")
 	cv := flag.Bool("cv", false, "cross-validate a grid of options on the training part instead (nothing written)")
+	curve := flag.Bool("curve", false, "print the cross-validated precision at each recall, and the worst errors (nothing written)")
 	flag.Parse()
 	ex, err := rules.LoadSet(*set)
 	if err != nil {
@@ -20,6 +22,10 @@ func main() {
 		os.Exit(1)
 	}
 	train := rules.TrainingPart(ex)
+	if *curve {
+		printCurve(rules.CVScores(train, rules.TrainOptions{}))
+		return
+	}
 	if *cv {
 		set := rules.NewCVSet(train)
 		for _, o := range grid() {
@@ -46,3 +52,43 @@ func grid() []rules.TrainOptions {
 	}
 	return out
 }
+
+// printCurve prints precision by recall over the out-of-fold scores and
+// the examples the fold models got most wrong.
+func printCurve(scored []rules.OutOfFold) {
+	sort.SliceStable(scored, func(i, j int) bool { return scored[i].Scores.Rule() > scored[j].Scores.Rule() })
+	total := 0
+	for _, s := range scored {
+		if isRule(s.Example) {
+			total++
+		}
+	}
+	tp, fp, next := 0, 0, 0.80
+	for _, s := range scored {
+		if isRule(s.Example) {
+			tp++
+		} else {
+			fp++
+		}
+		if r := float64(tp) / float64(total); r >= next {
+			fmt.Printf("recall %.2f precision %.3f at P(rule) %.3f\n", r, float64(tp)/float64(tp+fp), s.Scores.Rule())
+			next += 0.02
+		}
+	}
+	n := 0
+	for _, s := range scored {
+		if !isRule(s.Example) && n < 40 {
+			fmt.Printf("FP %.2f %s %s/%s: %s\n", s.Scores.Rule(), s.Example.ID, s.Example.Label, s.Example.Kind, s.Example.Text)
+			n++
+		}
+	}
+	n = 0
+	for i := len(scored) - 1; i >= 0 && n < 40; i-- {
+		if s := scored[i]; isRule(s.Example) {
+			fmt.Printf("FN %.2f %s %s/%s: %s\n", s.Scores.Rule(), s.Example.ID, s.Example.Label, s.Example.Kind, s.Example.Text)
+			n++
+		}
+	}
+}
+
+func isRule(e rules.Example) bool { return e.Label == "rule" }
