@@ -42,6 +42,7 @@ var goldens = []struct {
 	{"long", "long", nil},
 	{"relayed", "relayed", nil},
 	{"branch", "branch", nil},
+	{"rules", "rules", nil},
 	{"long-small", "long", func(l *Limits) { l.Total = 1500; l.UserMessages = 600; l.UserMessageEach = 200 }},
 	{"long-tiny", "long", func(l *Limits) { l.Total = 500 }},
 }

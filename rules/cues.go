@@ -80,7 +80,9 @@ var cueList = map[string]string{
 		場合 とき 時は 前に 後に たら なら ときは
 		如果 时 之前 之后 的话 若 当 一旦
 		면 때 전에 후에 경우`,
-	"revise": `instead actually from_now_on going_forward rather scratch_that change_of_plan correction update on_second_thought from_here_on
+	"revise": `instead actually from_now_on going_forward rather scratch_that change_of_plan correction update on_second_thought from_here_on from_this_point henceforth from_today make_that switch_to
+		von_jetzt_an ab_heute dès_maintenant à_partir_d'aujourd'hui de_ahora_en_más a_partir_de_hoy daqui_em_diante a_partir_de_hoje с_этого_момента с_сегодняшнего_дня
+		これから 今日から 从今天起 从现在开始 이제 오늘부터
 		stattdessen statt ab_jetzt ab_sofort künftig zukünftig eigentlich korrektur doch_lieber von_nun_an
 		plutôt à_la_place désormais dorénavant en_fait au_lieu à_partir_de_maintenant finalement
 		en_lugar en_vez a_partir_de_ahora mejor de_ahora_en_adelante en_realidad corrección

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -49,23 +50,34 @@ type Classified struct {
 }
 
 // Classify splits a message into units and labels each with the model.
-// Quoted units are never rules; a parenthesis counts only when the
-// sentence around it is not already a rule.
+// Quoted units are never rules. A sentence with a parenthesis is read
+// without it too: when only the parenthesis is a rule ("Start with the
+// invoice endpoint (and please never force-push)."), the parenthesis is
+// the rule and the sentence is not.
 func (m *Model) Classify(text string) []Classified {
 	units := Split(text)
 	out := make([]Classified, 0, len(units))
-	lastRule := false // the sentence before a Paren unit is a rule
+	outer := -1 // the index in out of the sentence a Paren unit belongs to
 	for _, u := range units {
 		c := Classified{Unit: u}
 		if !u.Quoted {
 			c.Scores = m.Predict(Features(u.Text, u.Lead))
 			c.Label = m.Label(c.Scores)
 		}
-		if u.Paren && lastRule {
-			c.Label = LabelNot
-		}
 		if !u.Paren {
-			lastRule = IsRule(c.Label)
+			outer = len(out)
+			out = append(out, c)
+			continue
+		}
+		if outer >= 0 && IsRule(out[outer].Label) && IsRule(c.Label) {
+			// Both read as rules: is the sentence one without it?
+			rest := strings.Replace(out[outer].Text, u.Text, "", 1)
+			sc := m.Predict(Features(rest, u.Lead))
+			if IsRule(m.Label(sc)) {
+				c.Label = LabelNot // the sentence holds it
+			} else {
+				out[outer].Label = LabelNot
+			}
 		}
 		out = append(out, c)
 	}
@@ -126,17 +138,26 @@ func (m *Model) Extract(msgs []Message) []Rule {
 			switch {
 			case c.Item != "" && !c.Paren:
 				text = c.Item
-			case c.Lead != "" && !strings.Contains(c.Text, c.Lead):
-				text = c.Lead + ": " + c.Text
+			case c.Lead != "":
+				if lead := leadFor(c.Lead, c.Text); lead != "" {
+					text = lead + ": " + c.Text
+				}
 			}
 			key := normalizeKey(text)
 			at, again := seen[key]
 			if !again {
 				at = -1
 			}
+			// A revision replaces the earlier rule it is most about, with
+			// two words in common (or an identifier), one when the model
+			// reads the sentence as a revision.
 			best := -1
 			if c.Label == LabelRevise || later.revises || c.Scores[LabelRevise] >= softRevise {
-				best = bestMatch(later, subj, current, func(i int) bool { return i != at && earlier(i) }, 1)
+				need := 2
+				if c.Scores[LabelRevise] >= 0.5 {
+					need = 1 // the model reads it as a revision
+				}
+				best = bestMatch(later, subj, current, func(i int) bool { return i != at && earlier(i) }, need)
 			}
 			drop(c.Text, false, func(i int) bool {
 				return i != at && (i == best || earlier(i) && later.supersedes(subj[i]))
@@ -159,6 +180,17 @@ func (m *Model) Extract(msgs []Message) []Rule {
 	return out
 }
 
+// leadFor is the part of a lead a sentence does not already say.
+func leadFor(lead, text string) string {
+	var keep []string
+	for _, p := range strings.Split(lead, " › ") {
+		if !strings.Contains(text, p) {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, " › ")
+}
+
 // A sentence taken for a rule may still revoke or revise: from these
 // probabilities on it is compared with the earlier rules.
 const (
@@ -178,9 +210,16 @@ func bestMatch(s subject, subj []subject, current []int, ok func(int) bool, need
 		if k < len(current)-maxCurrent || !ok(i) {
 			continue
 		}
-		sc := weighted(s.words, subj[i].words)
-		if len(s.rejected) > 0 {
-			sc += 2 * weighted(s.rejected, subj[i].words)
+		sc := 0
+		switch e := subj[i]; {
+		case len(s.rejected) > 0 && e.neg:
+			// "X instead of Y" agrees with a rule against Y: only what
+			// it shares outside Y counts.
+			sc = weighted(minus(s.words, s.rejected), e.words)
+		case len(s.rejected) > 0:
+			sc = weighted(s.words, e.words) + 2*weighted(s.rejected, e.words)
+		default:
+			sc = weighted(s.words, e.words)
 		}
 		if sc < need || sc < top {
 			continue
@@ -353,8 +392,11 @@ func contentWordList(toks []token) []string {
 			if len(r) > 2 {
 				r = r[:2]
 			}
-		} else if len(r) > 6 {
-			r = r[:6]
+		} else {
+			r = []rune(stem(w))
+			if len(r) > 6 {
+				r = r[:6]
+			}
 		}
 		out = append(out, string(r))
 	}
@@ -420,6 +462,17 @@ func weighted(a, b map[string]bool) int {
 	return n
 }
 
+// minus is a without the words of b.
+func minus(a, b map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(a))
+	for w := range a {
+		if !b[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
 func overlap(a, b map[string]bool) int {
 	if len(a) > len(b) {
 		a, b = b, a
@@ -467,4 +520,37 @@ func (r subject) revokes(e subject) bool {
 		return false
 	}
 	return shared*2 >= min(len(r.words), len(e.words))
+}
+
+// endings are inflections a stem loses (the longest that leaves three
+// letters): enough to match "commits" with "commit", "пишем" with "пиши",
+// "änderst" with "ändern".
+var endings = func() [][]string {
+	lists := []string{
+		// Russian
+		"ями ами ого ему ыми ими ешь ете ите ишь ите ует уют ает ают яет яют ем ет ит ат ят ут ют ый ий ая яя ое ее ые ие ов ев ам ям ах ях ом ой ей ую юю ть ся сь у ю а я ы и е о ь й",
+		// Romance and Germanic
+		"ations ation ments ment ingen ungen ing ung ions ion ción ções ção ciones tions tion ers ern est ten ent ant ées és ée er en es em et st ed ly s e a o",
+	}
+	var out [][]string
+	for _, l := range lists {
+		f := strings.Fields(l)
+		sort.Slice(f, func(i, j int) bool { return utf8.RuneCountInString(f[i]) > utf8.RuneCountInString(f[j]) })
+		out = append(out, f)
+	}
+	return out
+}()
+
+// stem strips one inflectional ending from a word of a Latin or Cyrillic
+// script.
+func stem(w string) string {
+	n := utf8.RuneCountInString(w)
+	for _, list := range endings {
+		for _, e := range list {
+			if strings.HasSuffix(w, e) && n-utf8.RuneCountInString(e) >= 3 {
+				return strings.TrimSuffix(w, e)
+			}
+		}
+	}
+	return w
 }

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -61,10 +60,11 @@ func isCJKLetter(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || r == 'ー'
 }
 
-// Features are the hashed feature ids of a sentence, each at most once.
-// The same sentence always gives the same ids.
+// Features are the hashed feature ids of a sentence, a feature as often
+// as it occurs (a bag). The same sentence always gives the same ids.
 func Features(sentence string, lead string) []uint32 {
 	var f featureSet
+	f.ids = make([]uint32, 0, 4*len(sentence)+64)
 	return features(&f, sentence, lead)
 }
 
@@ -217,7 +217,7 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 			f.add("ks", "none", sh)
 		}
 	}
-	return f.unique()
+	return f.ids
 }
 
 func suffix(w string, n int) string {
@@ -306,12 +306,6 @@ func (f *featureSet) add(parts ...string) {
 	if f.names != nil {
 		f.names[h] = strings.Join(parts, "|")
 	}
-}
-
-// unique sorts the ids and drops repeats.
-func (f *featureSet) unique() []uint32 {
-	slices.Sort(f.ids)
-	return slices.Compact(f.ids)
 }
 
 // template maps a sentence's tokens to its structure: function and cue

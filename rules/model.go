@@ -28,6 +28,7 @@ var LabelName = [nClass]string{"not", "rule", "revoke", "revise"}
 // per feature and label, a softmax over the sums.
 type Model struct {
 	weights map[uint32][nClass]float32
+	table   table // weights for Predict: open addressing, faster than the map
 	// Threshold is the probability of Rule from which a sentence is a rule
 	// (chosen by cross-validation on the training part of the set).
 	Threshold float32
@@ -57,13 +58,58 @@ func (m *Model) Predict(ids []uint32) Scores {
 	var z [nClass]float64
 	x := featureValue(len(ids))
 	for _, id := range ids {
-		if w, ok := m.weights[id]; ok {
+		if w := m.table.get(id); w != nil {
 			for c := range z {
 				z[c] += float64(w[c]) * x
 			}
 		}
 	}
 	return softmax(z)
+}
+
+// table is an open-addressing hash table of the weights (linear probing,
+// a power-of-two size at least twice the count). Id 0 is the empty slot;
+// a feature hashed to 0 is kept in zero.
+type table struct {
+	keys []uint32
+	vals [][nClass]float32
+	zero *[nClass]float32
+	mask uint32
+}
+
+func newTable(w map[uint32][nClass]float32) table {
+	n := uint32(16)
+	for n < uint32(2*len(w)) {
+		n *= 2
+	}
+	t := table{keys: make([]uint32, n), vals: make([][nClass]float32, n), mask: n - 1}
+	for id, v := range w {
+		if id == 0 {
+			v := v
+			t.zero = &v
+			continue
+		}
+		i := (id * 2654435761) & t.mask
+		for t.keys[i] != 0 {
+			i = (i + 1) & t.mask
+		}
+		t.keys[i], t.vals[i] = id, v
+	}
+	return t
+}
+
+func (t *table) get(id uint32) *[nClass]float32 {
+	if id == 0 {
+		return t.zero
+	}
+	for i := (id * 2654435761) & t.mask; ; i = (i + 1) & t.mask {
+		switch t.keys[i] {
+		case id:
+			return &t.vals[i]
+		case 0:
+			return nil
+		}
+	}
 }
 
 func featureValue(n int) float64 { return 1 / math.Sqrt(float64(max(n, 1))) }
@@ -185,6 +231,7 @@ func Decode(data []byte) (*Model, error) {
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("rules: model: %d bytes after the last feature", r.Len())
 	}
+	m.table = newTable(m.weights)
 	return m, nil
 }
 

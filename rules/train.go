@@ -295,6 +295,7 @@ func fit(in []sample, opt TrainOptions) *Model {
 			m.weights[id] = f
 		}
 	}
+	m.table = newTable(m.weights)
 	return m
 }
 
