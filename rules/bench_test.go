@@ -57,14 +57,17 @@ func BenchmarkClassify(b *testing.B) {
 }
 
 // BenchmarkExtract10000 is one message of 10,000 generated rules, read
-// and compared with each other.
+// and compared with each other (each time anew: the cache of messages
+// read is emptied).
 func BenchmarkExtract10000(b *testing.B) {
 	var s strings.Builder
 	for i := range 10000 {
 		fmt.Fprintf(&s, "You must never touch file%d.go and always run test%d. ", i, i)
 	}
 	msgs := []Message{{"u1", s.String()}}
+	m := *Default()
 	for b.Loop() {
-		Extract(msgs)
+		m.cache = &classCache{}
+		m.Extract(msgs)
 	}
 }

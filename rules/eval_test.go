@@ -15,9 +15,9 @@ import (
 // are printed by TestHeldOut; these sit a little under them, so a change
 // that makes the classifier worse fails.
 const (
-	minHeldOutRecall    = 0.90
-	minHeldOutPrecision = 0.85
-	minSessionCurrent   = 0.85 // current rules listed as current
+	minHeldOutRecall    = 0.92
+	minHeldOutPrecision = 0.78
+	minSessionCurrent   = 0.90 // current rules listed as current
 	maxSessionStale     = 0.15 // superseded rules listed as current
 	maxSessionFalse     = 0.25 // non-rules listed as rules
 )

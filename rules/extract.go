@@ -1,8 +1,11 @@
 package rules
 
 import (
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -47,10 +50,11 @@ type Classified struct {
 	Unit
 	Label  int
 	Scores Scores
+	read   reading
 }
 
 // Classify splits a message into units and labels each with the model.
-// Quoted units are never rules. A sentence with a parenthesis is read
+// Quoted units and lines introducing a list or code are never rules. A sentence with a parenthesis is read
 // without it too: when only the parenthesis is a rule ("Start with the
 // invoice endpoint (and please never force-push)."), the parenthesis is
 // the rule and the sentence is not.
@@ -60,8 +64,10 @@ func (m *Model) Classify(text string) []Classified {
 	outer := -1 // the index in out of the sentence a Paren unit belongs to
 	for _, u := range units {
 		c := Classified{Unit: u}
-		if !u.Quoted {
-			c.Scores = m.Predict(Features(u.Text, u.Lead))
+		if !u.Quoted && !u.Intro {
+			var ids []uint32
+			ids, c.read = analyze(u.Text, u.Lead)
+			c.Scores = m.Predict(ids)
 			c.Label = m.Label(c.Scores)
 		}
 		if !u.Paren {
@@ -98,10 +104,13 @@ func (m *Model) Extract(msgs []Message) []Rule {
 	var from []int           // the message each rule of out comes from
 	var current []int        // indices of out still current, oldest first
 	seen := map[string]int{} // normalized text -> index in out
-	// drop marks the current rules a later sentence replaces.
+	// drop marks the current rules a later sentence replaces: only the
+	// latest maxCurrent are looked at, so a message of thousands of rules
+	// stays linear.
 	drop := func(by string, revoked bool, replaced func(i int) bool) {
-		kept := current[:0]
-		for _, i := range current {
+		from := max(len(current)-maxCurrent, 0)
+		kept := current[:from]
+		for _, i := range current[from:] {
 			if replaced(i) {
 				out[i].SupersededBy, out[i].Revoked = by, revoked
 				continue
@@ -110,16 +119,17 @@ func (m *Model) Extract(msgs []Message) []Rule {
 		}
 		current = kept
 	}
+	read := m.classifyAll(msgs)
 	for mi, msg := range msgs {
 		// Only rules of earlier messages are revised: the rules of one
 		// message (a pasted guide) stand beside each other.
 		earlier := func(i int) bool { return from[i] < mi }
-		for _, c := range m.Classify(msg.Text) {
+		for _, c := range read[mi] {
 			revokes := c.Label == LabelRevoke || c.Scores[LabelRevoke] >= softRevoke
 			if !revokes && !IsRule(c.Label) {
 				continue
 			}
-			later := subjectOf(c.Text, c.Lead)
+			later := subjectRead(c.read, c.Lead)
 			if revokes {
 				// A revocation cancels the earlier rule it is most about; a
 				// rule that only may be one needs a firmer match.
@@ -191,6 +201,51 @@ func leadFor(lead, text string) string {
 	return strings.Join(keep, " › ")
 }
 
+// classifyAll classifies the messages, on as many cores as there are (up
+// to four): the messages are independent, and a long session has
+// thousands. A message read before by this model (in an engine host, at
+// an earlier relay) is not read again.
+func (m *Model) classifyAll(msgs []Message) [][]Classified {
+	out := make([][]Classified, len(msgs))
+	var todo []int
+	for i, msg := range msgs {
+		if c, ok := m.cache.get(msg.Text); ok {
+			out[i] = c
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	defer func() {
+		for _, i := range todo {
+			m.cache.put(msgs[i].Text, out[i])
+		}
+	}()
+	workers := min(runtime.GOMAXPROCS(0), 4, max(len(todo)/16, 1))
+	if workers <= 1 {
+		for _, i := range todo {
+			out[i] = m.Classify(msgs[i].Text)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(todo) {
+					return
+				}
+				out[todo[k]] = m.Classify(msgs[todo[k]].Text)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // A sentence taken for a rule may still revoke or revise: from these
 // probabilities on it is compared with the earlier rules.
 const (
@@ -206,8 +261,8 @@ const (
 // none.
 func bestMatch(s subject, subj []subject, current []int, ok func(int) bool, need int) int {
 	best, top, topAt := -1, 0, 0
-	for k, i := range current {
-		if k < len(current)-maxCurrent || !ok(i) {
+	for _, i := range current[max(len(current)-maxCurrent, 0):] {
+		if !ok(i) {
 			continue
 		}
 		sc := 0
@@ -253,6 +308,7 @@ func normalizeKey(s string) string {
 // CJK character pairs, its polarity and whether it revises.
 type subject struct {
 	words    map[string]bool
+	sig      uint64   // a bit per word's hash: two subjects with no bit in common share no word
 	order    []string // the words in the sentence's order
 	neg      bool
 	revises  bool
@@ -262,12 +318,26 @@ type subject struct {
 func subjectOf(sentence, lead string) subject {
 	s := Normalize(sentence)
 	toks := tokens(s)
+	return subjectRead(reading{norm: s, toks: toks, cues: cueClasses(s, toks)}, lead)
+}
+
+// subjectRead is subjectOf from a sentence already read.
+func subjectRead(r reading, lead string) subject {
+	s, toks := r.norm, r.toks
 	sub := subject{order: contentWordList(toks)}
 	sub.words = map[string]bool{}
 	for _, w := range sub.order {
 		sub.words[w] = true
 	}
-	for _, c := range cueClasses(s, toks) {
+	if lead != "" {
+		for w := range contentWords(tokens(Normalize(lead))) {
+			sub.words[w] = true
+		}
+	}
+	for w := range sub.words {
+		sub.sig |= wordBit(w)
+	}
+	for _, c := range r.cues {
 		switch c.cls {
 		case "neg":
 			sub.neg = true
@@ -282,12 +352,15 @@ func subjectOf(sentence, lead string) subject {
 		// "not" is about what it replaces.
 		sub.neg = negative(strings.Replace(s, y, "", 1))
 	}
-	if lead != "" {
-		for w := range contentWords(tokens(Normalize(lead))) {
-			sub.words[w] = true
-		}
-	}
 	return sub
+}
+
+func wordBit(w string) uint64 {
+	h := uint32(2166136261)
+	for i := 0; i < len(w); i++ {
+		h = (h ^ uint32(w[i])) * 16777619
+	}
+	return 1 << (h % 64)
 }
 
 func negative(s string) bool {
@@ -492,8 +565,11 @@ func overlap(a, b map[string]bool) int {
 // after "always squash"), or revises ("from now on", "instead", "actually")
 // most of the earlier one's subject.
 func (l subject) supersedes(e subject) bool {
-	if len(l.words) == 0 || len(e.words) == 0 {
+	if len(l.words) == 0 || len(e.words) == 0 || l.sig&e.sig == 0 {
 		return false
+	}
+	if len(l.rejected) == 0 && !l.revises && l.neg == e.neg {
+		return false // none of the three ways applies: no need to compare words
 	}
 	if len(l.rejected) > 0 && !e.neg && overlap(l.rejected, e.words)*2 >= len(l.rejected) && overlap(l.rejected, e.words) > 0 {
 		return true
@@ -541,16 +617,71 @@ var endings = func() [][]string {
 	return out
 }()
 
+// endingsByLast are the endings by their last rune, longest first.
+var endingsByLast = func() map[rune][]string {
+	m := map[rune][]string{}
+	for _, list := range endings {
+		for _, e := range list {
+			r, _ := utf8.DecodeLastRuneInString(e)
+			m[r] = append(m[r], e)
+		}
+	}
+	for r := range m {
+		sort.SliceStable(m[r], func(i, j int) bool { return len(m[r][i]) > len(m[r][j]) })
+	}
+	return m
+}()
+
 // stem strips one inflectional ending from a word of a Latin or Cyrillic
 // script.
 func stem(w string) string {
+	last, _ := utf8.DecodeLastRuneInString(w)
+	cands := endingsByLast[last]
+	if len(cands) == 0 {
+		return w
+	}
 	n := utf8.RuneCountInString(w)
-	for _, list := range endings {
-		for _, e := range list {
-			if strings.HasSuffix(w, e) && n-utf8.RuneCountInString(e) >= 3 {
-				return strings.TrimSuffix(w, e)
-			}
+	for _, e := range cands {
+		if strings.HasSuffix(w, e) && n-utf8.RuneCountInString(e) >= 3 {
+			return strings.TrimSuffix(w, e)
 		}
 	}
 	return w
+}
+
+// classCache remembers the units of messages a model read, by their text:
+// at most cacheMessages of them, the oldest forgotten first. Safe for
+// concurrent use.
+type classCache struct {
+	mu    sync.Mutex
+	byKey map[string][]Classified
+	order []string
+}
+
+// cacheMessages bounds the messages a model remembers: the user messages
+// of several long sessions.
+const cacheMessages = 50000
+
+func (c *classCache) get(text string) ([]Classified, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.byKey[text]
+	return v, ok
+}
+
+func (c *classCache) put(text string, v []Classified) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[string][]Classified{}
+	}
+	if _, ok := c.byKey[text]; ok {
+		return
+	}
+	if len(c.order) >= cacheMessages {
+		delete(c.byKey, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.byKey[text] = v
+	c.order = append(c.order, text)
 }

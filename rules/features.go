@@ -12,10 +12,21 @@ import (
 // half-width kana folded), lower case, spaces collapsed, curly quotes
 // made straight.
 func Normalize(s string) string {
-	s = norm.NFKC.String(s)
+	if !isASCII(s) {
+		s = norm.NFKC.String(s)
+	}
 	s = strings.ToLower(s)
 	s = quotes.Replace(s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 var quotes = strings.NewReplacer("’", "'", "‘", "'", "“", `"`, "”", `"`, "«", `"`, "»", `"`, "„", `"`)
@@ -63,9 +74,24 @@ func isCJKLetter(r rune) bool {
 // Features are the hashed feature ids of a sentence, a feature as often
 // as it occurs (a bag). The same sentence always gives the same ids.
 func Features(sentence string, lead string) []uint32 {
+	ids, _ := analyze(sentence, lead)
+	return ids
+}
+
+// reading is what reading a sentence for its features found, kept for
+// comparing it with other rules.
+type reading struct {
+	norm string
+	toks []token
+	cues []cue
+}
+
+// analyze is Features and the reading behind them.
+func analyze(sentence, lead string) ([]uint32, reading) {
 	var f featureSet
 	f.ids = make([]uint32, 0, 4*len(sentence)+64)
-	return features(&f, sentence, lead)
+	ids := features(&f, sentence, lead)
+	return ids, f.read
 }
 
 // Explain is Features with each feature's name.
@@ -75,8 +101,18 @@ func Explain(sentence, lead string) map[uint32]string {
 	return f.names
 }
 
+// featureRunes bounds the text a sentence's features are read from: its
+// first runes say what kind of sentence it is, and a long run of prose or
+// pasted output costs in proportion to its length otherwise.
+const featureRunes = 240
+
 func features(f *featureSet, sentence, lead string) []uint32 {
 	f.reset()
+	if len(sentence) > featureRunes {
+		if i := runeOffset(sentence, featureRunes); i < len(sentence) {
+			sentence = sentence[:i]
+		}
+	}
 	s := Normalize(sentence)
 	f.add("bias")
 	toks := tokens(s)
@@ -96,7 +132,11 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	offs = append(offs, len(padded))
 	for n := ngramMin; n <= ngramMax; n++ {
 		for i := 0; i+n < len(offs); i++ {
-			f.add("c", padded[offs[i]:offs[i+n]])
+			g := padded[offs[i]:offs[i+n]]
+			if n == 1 && g[0] < 0x80 {
+				continue // a Latin letter alone says little; a CJK character does
+			}
+			f.add("c", g)
 		}
 	}
 	// Words, word pairs, and the first and last ones.
@@ -190,6 +230,7 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	}
 	// Cue classes: where they stand and which occur together.
 	cues := cueClasses(s, toks)
+	f.read = reading{norm: s, toks: toks, cues: cues}
 	for i, c := range cues {
 		if c.cls == "" {
 			continue
@@ -276,6 +317,7 @@ func hasUpperWord(s string) bool {
 // featureSet hashes features into ids (FNV-1a over the parts, a zero
 // byte between them), each once.
 type featureSet struct {
+	read  reading
 	ids   []uint32
 	names map[uint32]string // when explaining: each id's parts
 }
@@ -283,6 +325,7 @@ type featureSet struct {
 func (f *featureSet) reset() { f.ids = f.ids[:0] }
 
 var ngramMin, ngramMax = 1, 3
+
 
 // ablate, in experiments only, drops the features of some kinds.
 var ablate map[string]bool

@@ -29,6 +29,7 @@ var LabelName = [nClass]string{"not", "rule", "revoke", "revise"}
 type Model struct {
 	weights map[uint32][nClass]float32
 	table   table // weights for Predict: open addressing, faster than the map
+	cache   *classCache
 	// Threshold is the probability of Rule from which a sentence is a rule
 	// (chosen by cross-validation on the training part of the set).
 	Threshold float32
@@ -232,6 +233,7 @@ func Decode(data []byte) (*Model, error) {
 		return nil, fmt.Errorf("rules: model: %d bytes after the last feature", r.Len())
 	}
 	m.table = newTable(m.weights)
+	m.cache = &classCache{}
 	return m, nil
 }
 

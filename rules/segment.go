@@ -23,6 +23,10 @@ type Unit struct {
 	Quoted bool
 	// Paren marks the inside of a parenthesis, split out of its sentence.
 	Paren bool
+	// Intro marks a sentence that ends in a colon before a list or a code
+	// block ("Requirements:", "Run the tests like this:"): it introduces
+	// what follows and is not a rule itself.
+	Intro bool
 }
 
 // maxUnitRunes bounds a unit: a longer run without a sentence end is a
@@ -47,15 +51,20 @@ func Split(message string) []Unit {
 	fence := ""
 	var para []string // lines of the current paragraph or item
 	paraLead, paraQuoted, paraItem := "", false, false
+	i := 0
 	flush := func() {
 		if len(para) == 0 {
 			return
 		}
 		text := strings.Join(para, "\n")
 		para = para[:0]
+		n := len(out)
 		out = appendSentences(out, text, paraLead, paraQuoted, paraItem)
+		if len(out) > n && endsInColon(text) && nextIsListOrCode(lines[i:]) {
+			out[len(out)-1].Intro = true
+		}
 	}
-	for i := 0; i < len(lines); i++ {
+	for ; i < len(lines); i++ {
 		raw := lines[i]
 		line := strings.TrimRightFunc(raw, unicode.IsSpace)
 		trimmed := strings.TrimLeftFunc(line, unicode.IsSpace)
@@ -117,6 +126,7 @@ func Split(message string) []Unit {
 		if t, ok := introducing(trimmed); ok && i+1 < len(lines) && nextIsList(lines[i+1:]) {
 			intro = t
 			out = appendSentences(out, trimmed, heading, quoted, false)
+			out[len(out)-1].Intro = true
 			continue
 		}
 		para = append(para, trimmed)
@@ -263,6 +273,25 @@ func introducing(s string) (string, bool) {
 		return "", false
 	}
 	return t, true
+}
+
+func endsInColon(s string) bool {
+	t := strings.TrimRightFunc(s, unicode.IsSpace)
+	return strings.HasSuffix(t, ":") || strings.HasSuffix(t, "：")
+}
+
+// nextIsListOrCode reports whether the next non-blank line is a list
+// item or opens a fenced block.
+func nextIsListOrCode(lines []string) bool {
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		_, ok := bulletOf(t)
+		return ok || fenceOf(t) != ""
+	}
+	return false
 }
 
 // nextIsList reports whether the next non-blank line is a list item.

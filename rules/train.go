@@ -296,6 +296,7 @@ func fit(in []sample, opt TrainOptions) *Model {
 		}
 	}
 	m.table = newTable(m.weights)
+	m.cache = &classCache{}
 	return m
 }
 
