@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/session"
 )
@@ -23,6 +25,7 @@ type Index struct {
 	n    int           // f.Entries[:n] are indexed
 
 	docs     []doc
+	calls    map[string]int32 // tool call id -> its document, until its result comes
 	dict     termDict
 	sorted   []int32 // term ids in term order, for prefix lookups
 	totalLen int64
@@ -31,16 +34,30 @@ type Index struct {
 	low      []byte   // scratch of add: lowercased words
 }
 
-// doc is one searchable text: an entry's message, or a replacement.
+// doc is one searchable text: an entry's message (an assistant message's
+// text apart from its tool calls), one tool call of an assistant message,
+// or a replacement. A tool call and its result are one unit: searched as
+// one text and returned together.
 type doc struct {
 	entry  int32 // index in File.Entries
 	target int32 // for a replacement: the entry it replaces; -1 otherwise
+	part   int32 // -1: the entry's text; k >= 0: its k-th tool call
 	length uint32
+	unit   int32  // the unit's first document: a tool call for its result, else itself
+	mate   int32  // the unit's other document (a call's result, a result's call), or -1
+	ulen   uint32 // the unit's length (both documents), on its first document
+	role   uint8  // roleUser, roleAssistant or 0 (anything else)
 }
+
+// Roles of a document, for its prior.
+const (
+	roleUser = 1 + iota
+	roleAssistant
+)
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{dict: newTermDict()}
+	return &Index{dict: newTermDict(), calls: map[string]int32{}}
 }
 
 // Update indexes the entries f has gained since the last call. It starts
@@ -67,11 +84,77 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 		defer debug.SetGCPercent(debug.SetGCPercent(10))
 	}
 	for ; ix.n < end; ix.n++ {
-		if raw, target := docText(f, f.Entries[ix.n]); raw != nil {
-			ix.add(int32(ix.n), target, raw)
+		e := f.Entries[ix.n]
+		parts, target, resultOf := docParts(f, e)
+		role := uint8(0)
+		if e.Type == "message" && target < 0 {
+			switch e.Role {
+			case "user":
+				role = roleUser
+			case "assistant":
+				role = roleAssistant
+			}
+		}
+		for _, p := range parts {
+			d := ix.addDoc(int32(ix.n), target, p.part, p.raws)
+			if d >= 0 {
+				ix.docs[d].role = role
+			}
+			switch {
+			case d < 0:
+			case p.callID != "":
+				ix.calls[p.callID] = d
+			case resultOf != "":
+				if c, ok := ix.calls[resultOf]; ok {
+					delete(ix.calls, resultOf)
+					ix.docs[d].unit, ix.docs[d].mate, ix.docs[c].mate = c, c, d
+					ix.docs[c].ulen += ix.docs[d].length
+				}
+			}
 		}
 	}
 	return ix.n == len(f.Entries)
+}
+
+// docPart is the text of one document of an entry: the JSON values that
+// hold it, and for a tool call its id.
+type docPart struct {
+	part   int32
+	raws   [][]byte
+	callID string
+}
+
+// docParts returns the documents of an entry: one for most, and for an
+// assistant message its text (if any) and each tool call apart; for a
+// context_edit the index of the entry it replaces (-1 otherwise), and for
+// a tool result the id of its call.
+func docParts(f *session.File, e *session.Entry) (parts []docPart, target int32, resultOf string) {
+	raw, target := docText(f, e)
+	if raw == nil {
+		return nil, -1, ""
+	}
+	if e.Type == "message" && e.Role == "assistant" && len(raw) > 0 && raw[0] == '[' {
+		text := docPart{part: -1}
+		k := int32(0)
+		session.Elements(raw, func(block json.RawMessage) bool {
+			if t, _ := session.MemberString(block, "type"); t == "toolCall" {
+				id, _ := session.MemberString(block, "id")
+				parts = append(parts, docPart{part: k, raws: [][]byte{block}, callID: id})
+				k++
+			} else {
+				text.raws = append(text.raws, block)
+			}
+			return true
+		})
+		if len(text.raws) > 0 {
+			parts = append([]docPart{text}, parts...)
+		}
+		return parts, target, ""
+	}
+	if e.Type == "message" && e.Role == "toolResult" {
+		resultOf, _ = session.MemberString(session.Member(e.Raw, "message"), "toolCallId")
+	}
+	return []docPart{{part: -1, raws: [][]byte{raw}}}, target, resultOf
 }
 
 // Entries is the number of file entries indexed.
@@ -122,26 +205,37 @@ func entryIndex(f *session.File, e *session.Entry) int32 {
 	return -1
 }
 
+// add indexes one document of the text in raw.
 func (ix *Index) add(entry, target int32, raw []byte) {
+	ix.addDoc(entry, target, -1, [][]byte{raw})
+}
+
+// addDoc indexes one document, the text of raws, and returns its id (-1
+// when it holds no word).
+func (ix *Index) addDoc(entry, target, part int32, raws [][]byte) int32 {
 	id := int32(len(ix.docs))
 	var n uint32
 	lt := &ix.local
 	lt.reset()
-	walkTextBuf(raw, &ix.text, func(text []byte) bool {
-		words(text, func(w []byte, _ int) bool {
-			n += lt.word(w, &ix.low)
+	for _, raw := range raws {
+		walkTextBuf(raw, &ix.text, func(text []byte) bool {
+			words(text, func(w []byte, _ int) bool {
+				n += lt.word(w, &ix.low)
+				return true
+			})
 			return true
 		})
-		return true
-	})
-	if n > 0 {
-		ix.docs = append(ix.docs, doc{entry: entry, target: target, length: n})
-		ix.totalLen += int64(n)
-		for _, e := range lt.ents {
-			tid := ix.dict.intern(lt.arena[e.off:e.off+e.n], e.h)
-			ix.dict.post.add(&ix.dict.terms[tid], id, e.tf)
-		}
 	}
+	if n == 0 {
+		return -1
+	}
+	ix.docs = append(ix.docs, doc{entry: entry, target: target, part: part, length: n, unit: id, mate: -1, ulen: n})
+	ix.totalLen += int64(n)
+	for _, e := range lt.ents {
+		tid := ix.dict.intern(lt.arena[e.off:e.off+e.n], e.h)
+		ix.dict.post.add(&ix.dict.terms[tid], id, e.tf)
+	}
+	return id
 }
 
 // sortTerms brings the prefix table up to date with new terms.
@@ -174,16 +268,34 @@ func (ix *Index) sortTerms() {
 // maxExpansions bounds the terms a prefix stands for.
 const maxExpansions = 2000
 
-// expand returns the term ids a query term matches, with their weights.
-func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
-	add := func(tid int32) {
-		if w := q.matches(ix.dict.term(tid)); w > 0 && !slices.Contains(ids, tid) {
-			ids = append(ids, tid)
-			weights = append(weights, w)
+// expansion is one dictionary term a query term matches, and how well.
+type expansion struct {
+	id    int32
+	level float32
+}
+
+// expand returns the dictionary terms a query term matches, with their
+// levels (see QueryTerm.matches). A term that matches none of them as a
+// word, a prefix or a stem is looked for inside longer words (a
+// fragment), except CJK terms, which match only exactly.
+func (ix *Index) expand(q QueryTerm) []expansion {
+	var out []expansion
+	add := func(tid int32, w float32) {
+		if w <= 0 {
+			return
 		}
+		for i := range out {
+			if out[i].id == tid {
+				return
+			}
+		}
+		out = append(out, expansion{tid, w})
 	}
 	if tid := ix.dict.find([]byte(q.Text), hashTerm([]byte(q.Text))); tid >= 0 {
-		add(tid)
+		add(tid, levelExact)
+	}
+	if q.CJK {
+		return out
 	}
 	prefix := func(p string) {
 		if p == "" {
@@ -192,7 +304,7 @@ func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
 		pb := []byte(p)
 		i := sort.Search(len(ix.sorted), func(i int) bool { return bytes.Compare(ix.dict.term(ix.sorted[i]), pb) >= 0 })
 		for n := 0; i < len(ix.sorted) && n < maxExpansions && bytes.HasPrefix(ix.dict.term(ix.sorted[i]), pb); i, n = i+1, n+1 {
-			add(ix.sorted[i])
+			add(ix.sorted[i], q.matches(ix.dict.term(ix.sorted[i])))
 		}
 	}
 	if len(q.Text) >= 3 {
@@ -204,7 +316,35 @@ func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
 			prefix(string(t))
 		}
 	}
-	return ids, weights
+	if len(out) == 0 && utf8.RuneCountInString(q.Text) >= 3 {
+		for _, tid := range ix.fragments([]byte(q.Text), maxExpansions) {
+			add(tid, levelFragment)
+		}
+	}
+	return out
+}
+
+// fragments returns up to max terms that hold frag inside them.
+func (ix *Index) fragments(frag []byte, max int) []int32 {
+	arena, terms := ix.dict.arena, ix.dict.terms
+	var out []int32
+	for i := 0; len(out) < max && i < len(arena); {
+		k := bytes.Index(arena[i:], frag)
+		if k < 0 {
+			break
+		}
+		at := i + k
+		// The term whose bytes start at or before at: terms lie in the
+		// arena in id order.
+		id := sort.Search(len(terms), func(j int) bool { return terms[j].off > uint32(at) }) - 1
+		if id >= 0 && at+len(frag) <= int(terms[id].off)+int(terms[id].n) {
+			out = append(out, int32(id))
+			i = int(terms[id].off) + int(terms[id].n)
+			continue
+		}
+		i = at + 1
+	}
+	return out
 }
 
 // scope says which documents a search may return.
@@ -264,86 +404,130 @@ func (s *scope) omitted(i int32) bool {
 	return ok && e < 0
 }
 
-// hit is one document found.
+// hit is one unit found: its first document, its score and which query
+// terms it holds (bit i for term i).
 type hit struct {
-	doc   doc
-	score float64
+	doc    doc
+	id     int32 // the document's id
+	score  float64
+	terms  uint32
+	order  int32 // the unit's latest entry: ties go to the newest
+	place  place // where the query shows best, once read (placed)
+	placed bool
+	text   []byte // what was read of the unit's text, and the length of its call part
+	call   int
 }
 
-// search returns the documents in scope that match every query term,
-// best first (BM25 over the terms, a query term counting its exact,
-// prefix and stem matches with decreasing weight), ties newest first.
-// Terms the index leaves out (long numbers) are checked against the text
-// by verify.
-func (ix *Index) search(terms []QueryTerm, sc *scope, verify func(d doc, t QueryTerm) bool) []hit {
+// BM25's parameters, and the share of a term's weight that its count in
+// an entry decides: one match of a word counts 0.6 of the word, many
+// count up to 1.
+const (
+	bm25K1  = 1.2
+	bm25B   = 0.75
+	tfShare = 0.4
+)
+
+// search scores the units (a document, or a tool call with its result)
+// in scope that hold any query term and returns them best first, ties
+// newest first, with each term's weight (its rarity times its own
+// weight). A unit's score is the sum, over the query terms it holds, of
+// the term's weight times the level of its best match (exact above any
+// approximate match) times 0.6 to 1 by BM25's saturation of the count of
+// that match in the unit's length.
+func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
 	ix.sortTerms()
 	n := len(ix.docs)
-	if n == 0 || len(terms) == 0 {
-		return nil
+	weights := make([]float64, len(q.Terms))
+	exps := make([][]expansion, len(q.Terms))
+	if n == 0 || len(q.Terms) == 0 {
+		return nil, weights, exps
+	}
+	ok := make([]bool, n)
+	for d := range ix.docs {
+		ok[d] = sc.ok(ix.docs[d])
 	}
 	score := make([]float64, n)
-	mask := make([]uint32, n)
-	tfw := make([]float32, n)
-	var want uint32
-	var textOnly []QueryTerm
+	terms := make([]uint32, n)
+	best := make([]float32, n)
+	tf := make([]float32, n)
 	avg := float64(ix.totalLen) / float64(n)
-	const k1, b = 1.2, 0.75
-	looked := 0
-	for qi, q := range terms {
-		ids, ws := ix.expand(q)
-		if len(ids) == 0 {
-			if q.Indexable {
-				return nil // a term nothing holds: no document has them all
-			}
-			textOnly = append(textOnly, q)
-			continue
-		}
-		looked++
-		bit := uint32(1) << qi
-		want |= bit
-		var touched []int32
-		for k, tid := range ids {
-			w := ws[k]
-			ix.dict.post.each(&ix.dict.terms[tid], func(d int32, tf uint32) {
-				if tfw[d] == 0 {
-					touched = append(touched, d)
+	var touched []int32
+	for qi, t := range q.Terms {
+		touched = touched[:0]
+		exps[qi] = ix.expand(t)
+		for _, x := range exps[qi] {
+			ix.dict.post.each(&ix.dict.terms[x.id], func(d int32, c uint32) {
+				if !ok[d] {
+					return
 				}
-				tfw[d] += w * float32(tf)
+				u := ix.docs[d].unit
+				switch {
+				case best[u] == 0:
+					touched = append(touched, u)
+					best[u], tf[u] = x.level, float32(c)
+				case x.level > best[u]:
+					best[u], tf[u] = x.level, float32(c)
+				case x.level == best[u]:
+					tf[u] += float32(c)
+				}
 			})
 		}
+		if len(touched) == 0 {
+			continue
+		}
 		df := float64(len(touched))
-		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
-		for _, d := range touched {
-			t := float64(tfw[d])
-			score[d] += idf * t * (k1 + 1) / (t + k1*(1-b+b*float64(ix.docs[d].length)/avg))
-			mask[d] |= bit
-			tfw[d] = 0
+		weights[qi] = t.Weight * math.Log(1+(float64(n)-df+0.5)/(df+0.5))
+		for _, u := range touched {
+			c := float64(tf[u])
+			sat := c / (c + bm25K1*(1-bm25B+bm25B*float64(ix.docs[u].ulen)/avg))
+			score[u] += weights[qi] * float64(best[u]) * (1 - tfShare + tfShare*sat)
+			terms[u] |= 1 << qi
+			best[u], tf[u] = 0, 0
 		}
 	}
 	var out []hit
-	for d := range ix.docs {
-		if mask[d] != want || !sc.ok(ix.docs[d]) {
-			continue
-		}
-		if looked == 0 && len(textOnly) == 0 {
-			continue
-		}
-		ok := true
-		for _, q := range textOnly {
-			if !verify(ix.docs[d], q) {
-				ok = false
-				break
+	for u := range ix.docs {
+		if terms[u] != 0 {
+			h := hit{doc: ix.docs[u], id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
+			if m := ix.docs[u].mate; m >= 0 && ix.docs[m].entry > h.order {
+				h.order = ix.docs[m].entry
 			}
-		}
-		if ok {
-			out = append(out, hit{doc: ix.docs[d], score: score[d]})
+			out = append(out, h)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	sortHits(out)
+	return out, weights, exps
+}
+
+// Priors of a unit by what it is: tool output holds the facts a model
+// comes back for; the model's own text and the user's questions mostly
+// restate them, and rank after output that holds the same words.
+const (
+	priorOutput    = 1.0
+	priorAssistant = 0.85
+	priorUser      = 0.75
+)
+
+// prior is the prior of unit u (see the prior constants).
+func (ix *Index) prior(u int32) float64 {
+	d := ix.docs[u]
+	switch {
+	case d.mate >= 0:
+		return priorOutput
+	case d.role == roleUser:
+		return priorUser
+	case d.role == roleAssistant:
+		return priorAssistant
+	}
+	return priorOutput
+}
+
+// sortHits orders hits best first, ties newest first.
+func sortHits(hs []hit) {
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].score != hs[j].score {
+			return hs[i].score > hs[j].score
 		}
-		return out[i].doc.entry > out[j].doc.entry
+		return hs[i].order > hs[j].order
 	})
-	return out
 }

@@ -1,10 +1,8 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +15,7 @@ import (
 const (
 	SearchCap    = 8000  // a search's whole answer
 	ChunkChars   = 12000 // one chunk of an entry's text
-	snippetChars = 200   // on each side of the match
+	snippetChars = 200   // on each side of the match (a snippet has about twice as many)
 	DefaultLimit = 8
 	MaxLimit     = 30
 )
@@ -99,36 +97,107 @@ type item struct {
 	text  string
 }
 
-// searchSource finds the query's matches in one source and renders the
-// first limit (the rest are counted).
-func searchSource(s Source, terms []QueryTerm, limit int) []item {
+// searchSource finds the query's matches in one source, reranks the best
+// by where the words stand in them, and renders the first limit (the
+// rest are counted). It also reports which query terms some unit holds
+// (bit i for term i).
+func searchSource(s Source, q Query, limit int) ([]item, uint32) {
 	sc := s.scope()
-	verify := func(d doc, q QueryTerm) bool { return docHas(s.File, d, q) }
-	hits := s.Index.search(terms, sc, verify)
+	hits, weights, exps := s.Index.search(q, sc)
+	var found uint32
+	for _, h := range hits {
+		found |= h.terms
+	}
+	m := newMatcher(s.Index, q, weights, exps)
+	rerank(s.File, s.Index, m, hits, max(3*limit, rerankMin))
 	out := make([]item, 0, len(hits))
 	for i, h := range hits {
-		e, id := hitEntry(s.File, h.doc)
-		it := item{score: h.score, order: int(h.doc.entry)}
+		it := item{score: h.score, order: int(h.order)}
 		if i < limit {
-			var b strings.Builder
-			fmt.Fprintf(&b, "entryId %s · %s · %s", id, kindOf(s.File, h.doc), minute(e.Timestamp))
-			if !s.Current {
-				fmt.Fprintf(&b, " · session %s", s.Session)
-			}
-			b.WriteString("\n    ")
-			b.WriteString(snippet(s.File, h.doc, terms))
-			it.text = b.String()
+			it.text = renderHit(s, m, h)
 		}
 		out = append(out, it)
 	}
-	return out
+	return out, found
+}
+
+// rerank reads the text of the first n hits again (within rerankBudget
+// bytes), adds to each hit's score what its best place is worth, and
+// orders them again; the hits after them keep their order.
+func rerank(f *session.File, ix *Index, m *matcher, hits []hit, n int) {
+	n = min(n, len(hits))
+	budget := rerankBudget
+	for i := 0; i < n; i++ {
+		if budget <= 0 {
+			n = i
+			break
+		}
+		h := &hits[i]
+		h.text, h.call = unitText(f, ix, *h, min(snippetScan, budget))
+		budget -= len(h.text)
+		if p, ok := m.best(h.text); ok {
+			h.place, h.placed = p, true
+			h.score += windowShare * p.score
+		}
+	}
+	sortHits(hits[:n])
+}
+
+// renderHit is one result: the entry id (a tool call's and its result's),
+// kind and time, and its snippet.
+func renderHit(s Source, m *matcher, h hit) string {
+	f := s.File
+	var b strings.Builder
+	e, id := hitEntry(f, h.doc)
+	kind := kindOf(f, h.doc)
+	if h.doc.mate >= 0 && h.doc.part >= 0 {
+		mate := s.Index.docs[h.doc.mate]
+		me, mid := hitEntry(f, mate)
+		fmt.Fprintf(&b, "entryId %s + %s · %s with its call · %s", id, mid, kindOf(f, mate), minute(me.Timestamp))
+	} else {
+		fmt.Fprintf(&b, "entryId %s · %s · %s", id, kind, minute(e.Timestamp))
+	}
+	if !s.Current {
+		fmt.Fprintf(&b, " · session %s", s.Session)
+	}
+	b.WriteString("\n    ")
+	b.WriteString(snippet(f, s.Index, m, h))
+	return b.String()
+}
+
+// snippet shows why a unit matched: the lines where the query stands
+// best (see matcher.best), whole, in about 2*snippetChars characters;
+// for a tool call with its result, the call in one line, then the
+// result's lines, or the call's place and the start of the result.
+func snippet(f *session.File, ix *Index, m *matcher, h hit) string {
+	if h.text == nil {
+		h.text, h.call = unitText(f, ix, h, snippetScan)
+	}
+	if !h.placed {
+		h.place, _ = m.best(h.text)
+	}
+	buf, p := h.text, h.place
+	if h.call == 0 {
+		return lineSnippet(buf, p.at, p.end)
+	}
+	call, result := buf[:h.call], buf[h.call+1:]
+	if p.at > h.call {
+		return clip.To(oneLine(strings.ReplaceAll(string(call), "\n", " ")), 160) + " → " + lineSnippet(result, p.at-h.call-1, p.end-h.call-1)
+	}
+	head := result[:fwdRunes(result, 0, 160)]
+	tail := ""
+	if len(head) < len(result) {
+		tail = "…"
+	}
+	return lineSnippet(call, p.at, min(p.end, h.call)) + " → " + oneLine(strings.ReplaceAll(string(head), "\n", " ⏎ ")) + tail
 }
 
 // render writes a search's answer: the items of the current session come
-// before those of ancestors (their order in items), best first within each.
-func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit, missing func() []string) string {
+// before those of ancestors (their order in items), best first within
+// each. found has bit i set when some entry holds query term i.
+func render(a RecallArgs, q Query, items []item, payloads []PayloadHit, found uint32) string {
 	echo := clip.Echo(a.Query)
-	if len(terms) == 0 {
+	if len(q.Terms) == 0 {
 		return fmt.Sprintf("recall: the query %q has no words to search for; give words from what you remember (any order, prefixes work), or an entryId", echo)
 	}
 	var b strings.Builder
@@ -136,14 +205,13 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	if a.Lineage {
 		where += " and ancestor sessions"
 	}
+	matched, missing, ignored := queryWords(q, found)
 	if len(items) == 0 && len(payloads) == 0 {
 		fmt.Fprintf(&b, "recall %q: nothing matches among the %s.", echo, where)
-		if missing != nil {
-			if m := missing(); len(m) > 0 {
-				fmt.Fprintf(&b, " No entry holds %s.", strings.Join(m, ", "))
-			}
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, " No entry holds %s.", strings.Join(missing, ", "))
 		}
-		b.WriteString(" Try fewer or other words, or a prefix.")
+		b.WriteString(" Try other words, a prefix or part of a name.")
 		return b.String()
 	}
 	fmt.Fprintf(&b, "recall %q: %s (%s)", echo, plural(len(items), "entry matches", "entries match"), where)
@@ -151,6 +219,16 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 		fmt.Fprintf(&b, ", and %s of offloaded tool results", plural(len(payloads), "line", "lines"))
 	}
 	b.WriteString(".\n")
+	if len(matched) > 0 {
+		fmt.Fprintf(&b, "matched: %s", strings.Join(matched, ", "))
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, "; not found: %s", strings.Join(missing, ", "))
+		}
+		if len(ignored) > 0 {
+			fmt.Fprintf(&b, "; not searched (common words): %s", strings.Join(ignored, ", "))
+		}
+		b.WriteString(".\n")
+	}
 	shown := 0
 	for i, it := range items {
 		if i >= a.Limit || it.text == "" {
@@ -188,6 +266,32 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	return clip.To(b.String(), SearchCap)
 }
 
+// queryWords sorts the query's words, quoted for the answer: those some
+// entry holds (one of their terms), those none holds, and the stop words
+// left out.
+func queryWords(q Query, found uint32) (matched, missing, ignored []string) {
+	for _, w := range q.Words {
+		name := strconv.Quote(clip.Echo(w.Text))
+		if w.Stop {
+			ignored = append(ignored, name)
+			continue
+		}
+		if len(w.Terms) == 0 {
+			continue
+		}
+		hit := false
+		for _, t := range w.Terms {
+			hit = hit || found&(1<<t) != 0
+		}
+		if hit {
+			matched = append(matched, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	return matched, missing, ignored
+}
+
 // payloadBefore and payloadAfter are the bytes a hint's range read takes
 // before and from a matching line of an offloaded result.
 const (
@@ -203,20 +307,6 @@ func size(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
-}
-
-// missingTerms reports, by position in terms, the query words no
-// document of the index holds (words the index leaves out are never
-// missing: they are checked against the text).
-func missingTerms(terms []QueryTerm, ix *Index) []bool {
-	ix.sortTerms()
-	out := make([]bool, len(terms))
-	for i, q := range terms {
-		if ids, _ := ix.expand(q); q.Indexable && len(ids) == 0 {
-			out[i] = true
-		}
-	}
-	return out
 }
 
 // plural is "1 <one>" or "<n> <many>".
@@ -267,12 +357,6 @@ func entryKind(e *session.Entry) string {
 	return e.Type
 }
 
-// docRaw is the JSON of a document's text.
-func docRaw(f *session.File, d doc) []byte {
-	raw, _ := docText(f, f.Entries[d.entry])
-	return raw
-}
-
 // text returns the document's text, pieces joined by newlines; with
 // stop > 0, only its first stop bytes (the last character may be cut).
 func text(raw []byte, stop int) []byte {
@@ -288,149 +372,6 @@ func text(raw []byte, stop int) []byte {
 		return stop <= 0 || len(out) < stop
 	})
 	return out
-}
-
-// docHas checks a query term the index leaves out against the text.
-func docHas(f *session.File, d doc, q QueryTerm) bool {
-	found := false
-	walkText(docRaw(f, d), func(t []byte) bool {
-		if bytes.Contains(bytes.ToLower(t), []byte(q.Text)) {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-// snippetScan bounds the text of an entry a snippet looks at to choose
-// its place.
-const snippetScan = 64 << 10
-
-// snippet is the text around the place of the entry that best shows why it
-// matched: the first match of the query term the entry holds least often
-// (the rarest, so "line 400" finds the line with 400, not the first
-// "line"), ties to the longer term; about snippetChars on each side,
-// whitespace collapsed. The place is chosen in the first snippetScan bytes
-// of the text; past them, the first match of the longest term is shown.
-func snippet(f *session.File, d doc, terms []QueryTerm) string {
-	raw := docRaw(f, d)
-	// The scanned part with the context after it, and one byte more: a
-	// snippet that does not reach the end of buf does not reach the end of
-	// the text.
-	buf := text(raw, snippetScan+4*snippetChars+1)
-	scan := buf[:min(len(buf), snippetScan)]
-	count := make([]int, len(terms))
-	first := make([][2]int, len(terms))
-	for k, q := range terms {
-		if q.Indexable {
-			continue
-		}
-		low := bytes.ToLower(scan)
-		if at := bytes.Index(low, []byte(q.Text)); at >= 0 {
-			count[k] = bytes.Count(low, []byte(q.Text))
-			first[k] = [2]int{at, at + len(q.Text)}
-		}
-	}
-	var low []byte
-	words(scan, func(w []byte, at int) bool {
-		for k, q := range terms {
-			if q.Indexable && wordMatches(w, q, &low) {
-				if count[k] == 0 {
-					first[k] = [2]int{at, at + len(w)}
-				}
-				count[k]++
-			}
-		}
-		return true
-	})
-	best := -1
-	for k := range terms {
-		if count[k] > 0 && (best < 0 || count[k] < count[best] || count[k] == count[best] && len(terms[k].Text) > len(terms[best].Text)) {
-			best = k
-		}
-	}
-	var at, end int
-	if best >= 0 {
-		at, end = first[best][0], first[best][1]
-	} else {
-		at, end = matchPlace(raw, terms)
-		buf = text(raw, end+4*snippetChars+1)
-		at, end = min(at, len(buf)), min(end, len(buf))
-	}
-	lo := backRunes(buf, at, snippetChars)
-	hi := fwdRunes(buf, end, snippetChars)
-	s := oneLine(string(buf[lo:hi]))
-	if lo > 0 {
-		s = "…" + s
-	}
-	if hi < len(buf) {
-		s += "…"
-	}
-	return s
-}
-
-// wordMatches reports whether word w, or one of its parts, answers q.
-func wordMatches(w []byte, q QueryTerm, low *[]byte) bool {
-	found := false
-	emitWord(w, low, false, func(t []byte) {
-		if !found && q.matches(t) > 0 {
-			found = true
-		}
-	})
-	if !found {
-		*low = lowerInto((*low)[:0], w)
-		found = q.matches(*low) > 0
-	}
-	return found
-}
-
-// matchPlace is the byte range, in the text of raw (pieces joined by
-// newlines), of the first place a query term matches: the longest term
-// first; 0, 0 when none does.
-func matchPlace(raw []byte, terms []QueryTerm) (int, int) {
-	order := append([]QueryTerm(nil), terms...)
-	sort.SliceStable(order, func(i, j int) bool { return len(order[i].Text) > len(order[j].Text) })
-	var buf []byte
-	at, end := -1, -1
-	walkText(raw, func(t []byte) bool {
-		base := len(buf)
-		if base > 0 {
-			buf = append(buf, '\n')
-			base++
-		}
-		buf = append(buf, t...)
-		at, end = findTerm(buf, base, order)
-		return at < 0
-	})
-	if at < 0 {
-		return 0, 0
-	}
-	return at, end
-}
-
-// findTerm finds in buf[from:] the first word matching one of the terms
-// (tried in order) and returns its byte range, or -1.
-func findTerm(buf []byte, from int, order []QueryTerm) (int, int) {
-	var low []byte
-	for _, q := range order {
-		at, end := -1, -1
-		if !q.Indexable {
-			if i := bytes.Index(bytes.ToLower(buf[from:]), []byte(q.Text)); i >= 0 {
-				return from + i, from + i + len(q.Text)
-			}
-			continue
-		}
-		words(buf[from:], func(w []byte, i int) bool {
-			if wordMatches(w, q, &low) {
-				at, end = from+i, from+i+len(w)
-			}
-			return at < 0
-		})
-		if at >= 0 {
-			return at, end
-		}
-	}
-	return -1, -1
 }
 
 func backRunes(b []byte, i, n int) int {

@@ -194,10 +194,27 @@ func TestRecallTolerant(t *testing.T) {
 func TestRecallNeverReturnsHidden(t *testing.T) {
 	s := buildRecallSession(t)
 	e := New(Options{AgentDir: t.TempDir()})
-	for _, q := range []string{"platypus", "secret word", "tabs", "never use", "banana", "split", "last question", "after the relay"} {
+	// Words in nothing else find nothing; words also in other entries find
+	// those, never the hidden ones.
+	for _, q := range []string{"platypus", "tabs", "banana", "split"} {
 		got := recallText(t, e, s.path, map[string]any{"query": q})
 		if strings.Contains(got, "entryId") {
 			t.Errorf("recall(%q) returned omitted, replaced, abandoned or in-context text:\n%s", q, got)
+		}
+	}
+	hidden := []string{s.tabs, s.banana, s.last}
+	for _, q := range []string{"platypus secret word", "never use tabs", "banana split with ember", "last question about the ember cache", "after the relay"} {
+		got := recallText(t, e, s.path, map[string]any{"query": q, "limit": 30})
+		for _, id := range hidden {
+			if strings.Contains(got, "entryId "+id) {
+				t.Errorf("recall(%q) returned hidden entry %s:\n%s", q, id, got)
+			}
+		}
+		_, results, _ := strings.Cut(got, "\n\n") // after the query's echo and the words it matched
+		for _, text := range []string{"platypus", "Never use tabs", "banana split", "last question", "after the relay"} {
+			if strings.Contains(results, text) {
+				t.Errorf("recall(%q) returned hidden text %q:\n%s", q, text, got)
+			}
 		}
 	}
 	for id, want := range map[string]string{
@@ -399,12 +416,12 @@ func TestNoteNumbering(t *testing.T) {
 
 func TestScanPayload(t *testing.T) {
 	data := []byte("ok line\nEMBER cache miss on shard 3\nembercache ok\nthe Ember_Cache missed again\r\nlast\n")
-	got := ScanPayload(data, ParseQuery("ember-cache miss"), 5)
+	got := ScanPayload(data, ParseQuery("ember-cache miss").Terms, 5)
 	want := []PayloadHit{{Line: 2, Offset: 8, Text: "EMBER cache miss on shard 3"}, {Line: 4, Offset: 50, Text: "the Ember_Cache missed again"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("ScanPayload mismatch (-want +got):\n%s", d)
 	}
-	if got := ScanPayload(data, ParseQuery("ember miss"), 1); len(got) != 1 {
+	if got := ScanPayload(data, ParseQuery("ember miss").Terms, 1); len(got) != 1 {
 		t.Errorf("ScanPayload with max 1 gave %d hits", len(got))
 	}
 	if got := ScanPayload(data, nil, 5); got != nil {
