@@ -116,8 +116,8 @@ func FuzzIndex(f *testing.F) {
 			t.Fatalf("query %q: %d hits, the oracle %d", q, len(hits), len(want))
 		}
 		for _, h := range hits {
-			if s, ok := want[int(h.doc.entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
-				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, h.doc.entry, h.score, s, ok)
+			if s, ok := want[int(ix.docs[h.id].entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
+				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, ix.docs[h.id].entry, h.score, s, ok)
 			}
 		}
 	})

@@ -166,14 +166,16 @@ func docText(f *session.File, e *session.Entry) ([]byte, int32) {
 	switch e.Type {
 	case "message":
 		m := session.Member(e.Raw, "message")
-		if string(session.Member(m, "excludeFromContext")) == "true" {
-			return nil, -1
-		}
-		switch role, _ := session.MemberString(m, "role"); role {
+		switch e.Role {
 		case "system":
 			return nil, -1
 		case "bashExecution":
-			return m, -1 // command and output
+			// Command and output; one run with !! never enters the
+			// context (the only role pi excludes this way).
+			if string(session.Member(m, "excludeFromContext")) == "true" {
+				return nil, -1
+			}
+			return m, -1
 		}
 		return session.Member(m, "content"), -1
 	case "custom_message":
@@ -385,13 +387,13 @@ func branchScope(f *session.File, branch []*session.Entry, all bool) *scope {
 			}
 		}
 	}
+	edited := make([]bool, len(f.Entries))
+	for i := range s.edit {
+		edited[i] = true
+	}
 	s.ok = func(d doc) bool {
 		if d.target < 0 {
-			if !s.onBranch[d.entry] || s.inContext[d.entry] {
-				return false
-			}
-			_, edited := s.edit[d.entry]
-			return !edited
+			return s.onBranch[d.entry] && !s.inContext[d.entry] && !edited[d.entry]
 		}
 		return s.onBranch[d.entry] && s.onBranch[d.target] && !s.inContext[d.target] && s.edit[d.target] == d.entry
 	}
@@ -488,15 +490,60 @@ func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
 	var out []hit
 	for u := range ix.docs {
 		if terms[u] != 0 {
-			h := hit{doc: ix.docs[u], id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
+			h := hit{id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
 			if m := ix.docs[u].mate; m >= 0 && ix.docs[m].entry > h.order {
 				h.order = ix.docs[m].entry
 			}
 			out = append(out, h)
 		}
 	}
-	sortHits(out)
 	return out, weights, exps
+}
+
+// better reports whether hit a ranks before hit b: a higher score, or
+// on a tie a newer entry.
+func better(a, b hit) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.order > b.order
+}
+
+// topHits moves the best k hits, in order, to the front of hs (the order
+// of the rest is unspecified) and returns hs.
+func topHits(hs []hit, k int) []hit {
+	k = min(k, len(hs))
+	if k == 0 {
+		return hs
+	}
+	// A min-heap of the best k seen so far at the front.
+	down := func(i, n int) {
+		for {
+			c := 2*i + 1
+			if c >= n {
+				return
+			}
+			if c+1 < n && better(hs[c], hs[c+1]) {
+				c++
+			}
+			if !better(hs[i], hs[c]) {
+				return
+			}
+			hs[i], hs[c] = hs[c], hs[i]
+			i = c
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i, k)
+	}
+	for i := k; i < len(hs); i++ {
+		if better(hs[i], hs[0]) {
+			hs[0], hs[i] = hs[i], hs[0]
+			down(0, k)
+		}
+	}
+	sortHits(hs[:k])
+	return hs
 }
 
 // Priors of a unit by what it is: tool output holds the facts a model
@@ -524,10 +571,13 @@ func (ix *Index) prior(u int32) float64 {
 
 // sortHits orders hits best first, ties newest first.
 func sortHits(hs []hit) {
-	sort.SliceStable(hs, func(i, j int) bool {
-		if hs[i].score != hs[j].score {
-			return hs[i].score > hs[j].score
+	slices.SortFunc(hs, func(a, b hit) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
 		}
-		return hs[i].order > hs[j].order
+		return 0
 	})
 }

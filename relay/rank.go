@@ -18,8 +18,9 @@ import (
 // each, and how much in all.
 const (
 	rerankMin    = 24
-	snippetScan  = 64 << 10 // bytes of a unit's text read to place its snippet
-	rerankBudget = 1 << 20  // bytes read by one search's rerank
+	rerankScan   = 16 << 10  // bytes of a unit's text the rerank reads
+	snippetScan  = 64 << 10  // bytes of a shown unit's text read to place its snippet
+	rerankBudget = 384 << 10 // bytes read by one search's rerank
 )
 
 // Weights of the second stage, against the index's score: the best
@@ -298,17 +299,17 @@ func lowerSameLen(text []byte) []byte {
 // of its first document and, for a tool call, its result's after it
 // (joined by a newline); callLen is the length of the call's part (0 for
 // other units). Each document is read up to stop bytes.
-func unitText(f *session.File, ix *Index, h hit, stop int) (buf []byte, callLen int) {
-	buf = docTextOf(f, h.doc, stop)
-	if h.doc.part >= 0 {
+func unitText(f *session.File, ix *Index, d doc, stop int) (buf []byte, callLen int) {
+	buf = docTextOf(f, d, stop)
+	if d.part >= 0 {
 		// A tool call reads "name: arguments".
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			buf = append(append(buf[:i:i], ": "...), buf[i+1:]...)
 		}
 	}
-	if h.doc.mate >= 0 && h.doc.part >= 0 {
+	if d.mate >= 0 && d.part >= 0 {
 		callLen = len(buf)
-		buf = append(append(buf, '\n'), docTextOf(f, ix.docs[h.doc.mate], stop)...)
+		buf = append(append(buf, '\n'), docTextOf(f, ix.docs[d.mate], stop)...)
 	}
 	return buf, callLen
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -97,6 +98,17 @@ type item struct {
 	text  string
 }
 
+// ranked is a hit being shown: its document, and what was read of its
+// text to place it.
+type ranked struct {
+	hit
+	doc    doc
+	place  place // where the query shows best, once read (placed)
+	placed bool
+	text   []byte // what was read of the unit's text
+	call   int    // the length of its call's part, for a tool call with its result
+}
+
 // searchSource finds the query's matches in one source, reranks the best
 // by where the words stand in them, and renders the first limit (the
 // rest are counted). It also reports which query terms some unit holds
@@ -108,60 +120,76 @@ func searchSource(s Source, q Query, limit int) ([]item, uint32) {
 	for _, h := range hits {
 		found |= h.terms
 	}
+	n := max(3*limit, rerankMin)
+	hits = topHits(hits, n)
+	top := make([]ranked, min(n, len(hits)))
+	for i := range top {
+		top[i] = ranked{hit: hits[i], doc: s.Index.docs[hits[i].id]}
+	}
 	m := newMatcher(s.Index, q, weights, exps)
-	rerank(s.File, s.Index, m, hits, max(3*limit, rerankMin))
+	rerank(s.File, s.Index, m, top)
 	out := make([]item, 0, len(hits))
-	for i, h := range hits {
-		it := item{score: h.score, order: int(h.order)}
-		if i < limit {
-			it.text = renderHit(s, m, h)
+	for i := range hits {
+		it := item{score: hits[i].score, order: int(hits[i].order)}
+		if i < len(top) {
+			it.score = top[i].score
+			if i < limit {
+				it.text = renderHit(s, m, top[i])
+			}
 		}
 		out = append(out, it)
 	}
 	return out, found
 }
 
-// rerank reads the text of the first n hits again (within rerankBudget
-// bytes), adds to each hit's score what its best place is worth, and
-// orders them again; the hits after them keep their order.
-func rerank(f *session.File, ix *Index, m *matcher, hits []hit, n int) {
-	n = min(n, len(hits))
+// rerank reads the text of the hits again (within rerankBudget bytes),
+// adds to each hit's score what its best place is worth, and orders them
+// again; those past the budget keep their order after the others.
+func rerank(f *session.File, ix *Index, m *matcher, top []ranked) {
 	budget := rerankBudget
-	for i := 0; i < n; i++ {
+	n := len(top)
+	for i := range top {
 		if budget <= 0 {
 			n = i
 			break
 		}
-		h := &hits[i]
-		h.text, h.call = unitText(f, ix, *h, min(snippetScan, budget))
-		budget -= len(h.text)
-		if p, ok := m.best(h.text); ok {
-			h.place, h.placed = p, true
-			h.score += windowShare * p.score
+		r := &top[i]
+		r.text, r.call = unitText(f, ix, r.doc, min(rerankScan, budget))
+		budget -= len(r.text)
+		if p, ok := m.best(r.text); ok {
+			r.place, r.placed = p, true
+			r.score += windowShare * p.score
 		}
 	}
-	sortHits(hits[:n])
+	slices.SortStableFunc(top[:n], func(a, b ranked) int {
+		switch {
+		case better(a.hit, b.hit):
+			return -1
+		case better(b.hit, a.hit):
+			return 1
+		}
+		return 0
+	})
 }
 
 // renderHit is one result: the entry id (a tool call's and its result's),
 // kind and time, and its snippet.
-func renderHit(s Source, m *matcher, h hit) string {
+func renderHit(s Source, m *matcher, r ranked) string {
 	f := s.File
 	var b strings.Builder
-	e, id := hitEntry(f, h.doc)
-	kind := kindOf(f, h.doc)
-	if h.doc.mate >= 0 && h.doc.part >= 0 {
-		mate := s.Index.docs[h.doc.mate]
+	e, id := hitEntry(f, r.doc)
+	if r.doc.mate >= 0 && r.doc.part >= 0 {
+		mate := s.Index.docs[r.doc.mate]
 		me, mid := hitEntry(f, mate)
 		fmt.Fprintf(&b, "entryId %s + %s · %s with its call · %s", id, mid, kindOf(f, mate), minute(me.Timestamp))
 	} else {
-		fmt.Fprintf(&b, "entryId %s · %s · %s", id, kind, minute(e.Timestamp))
+		fmt.Fprintf(&b, "entryId %s · %s · %s", id, kindOf(f, r.doc), minute(e.Timestamp))
 	}
 	if !s.Current {
 		fmt.Fprintf(&b, " · session %s", s.Session)
 	}
 	b.WriteString("\n    ")
-	b.WriteString(snippet(f, s.Index, m, h))
+	b.WriteString(snippet(f, s.Index, m, r))
 	return b.String()
 }
 
@@ -169,27 +197,29 @@ func renderHit(s Source, m *matcher, h hit) string {
 // best (see matcher.best), whole, in about 2*snippetChars characters;
 // for a tool call with its result, the call in one line, then the
 // result's lines, or the call's place and the start of the result.
-func snippet(f *session.File, ix *Index, m *matcher, h hit) string {
-	if h.text == nil {
-		h.text, h.call = unitText(f, ix, h, snippetScan)
+func snippet(f *session.File, ix *Index, m *matcher, r ranked) string {
+	if r.text == nil || len(r.text) >= rerankScan {
+		// Not read, or read only in part: a better place may come later.
+		r.text, r.call = unitText(f, ix, r.doc, snippetScan)
+		r.placed = false
 	}
-	if !h.placed {
-		h.place, _ = m.best(h.text)
+	if !r.placed {
+		r.place, _ = m.best(r.text)
 	}
-	buf, p := h.text, h.place
-	if h.call == 0 {
+	buf, p := r.text, r.place
+	if r.call == 0 {
 		return lineSnippet(buf, p.at, p.end)
 	}
-	call, result := buf[:h.call], buf[h.call+1:]
-	if p.at > h.call {
-		return clip.To(oneLine(strings.ReplaceAll(string(call), "\n", " ")), 160) + " → " + lineSnippet(result, p.at-h.call-1, p.end-h.call-1)
+	call, result := buf[:r.call], buf[r.call+1:]
+	if p.at > r.call {
+		return clip.To(oneLine(strings.ReplaceAll(string(call), "\n", " ")), 160) + " → " + lineSnippet(result, p.at-r.call-1, p.end-r.call-1)
 	}
 	head := result[:fwdRunes(result, 0, 160)]
 	tail := ""
 	if len(head) < len(result) {
 		tail = "…"
 	}
-	return lineSnippet(call, p.at, min(p.end, h.call)) + " → " + oneLine(strings.ReplaceAll(string(head), "\n", " ⏎ ")) + tail
+	return lineSnippet(call, p.at, min(p.end, r.call)) + " → " + oneLine(strings.ReplaceAll(string(head), "\n", " ⏎ ")) + tail
 }
 
 // render writes a search's answer: the items of the current session come
