@@ -82,7 +82,8 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 		}
 		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
 	}
-	var found uint32 // the query terms some source holds
+	var found uint32   // the query terms some source holds
+	continues := false // the session continues another (a fork, a relaunch)
 	for i := 0; i < len(paths) && i <= maxLineage; i++ {
 		path := paths[i]
 		current := i == 0
@@ -99,8 +100,12 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 			if f.Header != nil {
 				src.Session = f.Header.ID
 			}
+			ancestors := Ancestors(f, branch)
+			if current {
+				continues = len(ancestors) > 0
+			}
 			if a.Lineage {
-				for _, p := range Ancestors(f, branch) {
+				for _, p := range ancestors {
 					if !contains(paths, p) {
 						paths = append(paths, p)
 					}
@@ -140,7 +145,11 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 		}
 		return answer, nil
 	}
-	return render(a, q, items, payloads, found), nil
+	text := render(a, q, items, payloads, found)
+	if continues && !a.Lineage && len(items) < a.Limit {
+		text = clip.To(text+"\n\nThis session continues an earlier one (a fork or a relaunch after /handoff): recall({query, scope: \"lineage\"}) searches that one too.", SearchCap)
+	}
+	return text, nil
 }
 
 // ContinuesType is the custom entry a relaunched pi's session holds for

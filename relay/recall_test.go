@@ -611,3 +611,114 @@ func TestRecallNoteFiles(t *testing.T) {
 		}
 	}
 }
+
+// continues appends the custom entry a relaunched pi's session holds for
+// the session it continues (pi-session's /handoff relaunch).
+func (b *builder) continues(sessionFile string) {
+	b.add("-", "custom", map[string]any{"customType": ContinuesType, "data": map[string]any{"sessionFile": sessionFile, "handoff": "/work/.ai-work/handoff.md"}})
+}
+
+// TestRecallLineageRelaunch: after a /handoff relaunch, scope "lineage"
+// in the new session reaches the session before the relaunch (named by a
+// pi-session:continues entry on the branch), and from there that one's
+// own parentSession and continues entries; each session once, a missing
+// file skipped, at most maxLineage ancestors. Without the scope, the
+// answer says the lineage is there.
+func TestRecallLineageRelaunch(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name+".jsonl") }
+	header := func(b *builder, id, parent string) {
+		b.lines[0] = `{"type":"session","version":3,"id":"` + id + `","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work"`
+		if parent != "" {
+			b.lines[0] += `,"parentSession":"` + parent + `"`
+		}
+		b.lines[0] += "}"
+	}
+	// fork -> before (its parentSession) -> after (relaunched: continues before).
+	fork := newBuilder(t)
+	header(fork, "f0000000-0000-7000-8000-000000000000", "")
+	fork.n = 300
+	inFork := fork.user("rotor_417 was tuned in the forked session")
+	fork.write(file("fork"))
+	before := newBuilder(t)
+	header(before, "b0000000-0000-7000-8000-000000000000", file("fork"))
+	before.n = 200
+	inBefore := before.tool("bash", "quokka habitat migration failed at shard 17")
+	before.user("/handoff")
+	before.write(file("before"))
+	after := newBuilder(t)
+	header(after, "a0000000-0000-7000-8000-000000000000", "")
+	after.continues(file("before"))
+	after.continues(file("gone")) // deleted since: skipped
+	after.user("go on from the handoff")
+	path := file("after")
+	after.write(path)
+	e := New(Options{AgentDir: t.TempDir()})
+
+	got := recallText(t, e, path, map[string]any{"query": "quokka migration"})
+	if strings.Contains(got, "entryId") || !strings.Contains(got, `scope: "lineage"`) {
+		t.Errorf("recall without lineage searched the session before the relaunch, or did not say it is there:\n%s", got)
+	}
+	got = recallText(t, e, path, map[string]any{"query": "quokka migration", "scope": "lineage"})
+	if firstHit(got) != inBefore || !strings.Contains(got, "session b0000000-0000-7000-8000-000000000000") {
+		t.Errorf("recall with lineage did not reach the session before the relaunch:\n%s", got)
+	}
+	if got := recallText(t, e, path, map[string]any{"query": "rotor_417", "scope": "lineage"}); firstHit(got) != inFork {
+		t.Errorf("recall with lineage did not reach the parent of the session before the relaunch:\n%s", got)
+	}
+	if got := recallText(t, e, path, map[string]any{"entryId": inBefore, "scope": "lineage"}); !strings.Contains(got, "quokka habitat migration failed") {
+		t.Errorf("recall({entryId, scope: lineage}) of the session before the relaunch = %q", got)
+	}
+
+	// A cycle: the fork continues the relaunched session.
+	fork.continues(path)
+	fork.write(file("fork"))
+	got = recallText(t, e, path, map[string]any{"query": "quokka rotor_417", "scope": "lineage", "limit": 30})
+	if strings.Count(got, "entryId "+inBefore) != 1 || strings.Count(got, "entryId "+inFork) != 1 {
+		t.Errorf("with a cycle of continues entries:\n%s", got)
+	}
+
+	// A long chain: at most maxLineage ancestors are read.
+	prev := ""
+	var ids []string
+	for i := 0; i < maxLineage+4; i++ {
+		b := newBuilder(t)
+		header(b, fmt.Sprintf("c%07d-0000-7000-8000-000000000000", i), "")
+		b.n = 1000 * (i + 1)
+		if prev != "" {
+			b.continues(prev)
+		}
+		ids = append(ids, b.user(fmt.Sprintf("chain link %d of the kalomi chain", i)))
+		prev = file(fmt.Sprintf("chain%d", i))
+		b.write(prev)
+	}
+	got = recallText(t, e, prev, map[string]any{"query": "kalomi chain", "scope": "lineage", "limit": 30})
+	if n := strings.Count(got, "chain link"); n != maxLineage {
+		t.Errorf("a chain of %d sessions: %d ancestors searched, want %d:\n%s", len(ids), n, maxLineage, got)
+	}
+}
+
+// TestAncestors: the header's parentSession first, then the continues
+// entries of the branch, latest first, each once; relative and empty
+// names are left out, and so are entries off the branch.
+func TestAncestors(t *testing.T) {
+	b := newBuilder(t)
+	b.lines[0] = `{"type":"session","version":3,"id":"x","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work","parentSession":"/s/parent.jsonl"}`
+	b.continues("/s/first.jsonl")
+	fork := b.last
+	b.continues("relative.jsonl")
+	b.continues("")
+	b.continues("/s/second.jsonl")
+	b.continues("/s/first.jsonl")
+	b.add(fork, "custom", map[string]any{"customType": ContinuesType, "data": map[string]any{"sessionFile": "/s/off-branch.jsonl"}})
+	b.add(b.last, "custom", map[string]any{"customType": "other", "data": map[string]any{"sessionFile": "/s/other.jsonl"}})
+	_, f, _ := b.open()
+	branch, err := f.Branch("e0000005")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/s/parent.jsonl", "/s/first.jsonl", "/s/second.jsonl"}
+	if d := cmp.Diff(want, Ancestors(f, branch)); d != "" {
+		t.Errorf("Ancestors mismatch (-want +got):\n%s", d)
+	}
+}
