@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -82,8 +83,11 @@ func ParseQuery(q string) Query {
 			for _, seg := range scriptSegments(word) {
 				if r, _ := utf8.DecodeRuneInString(seg); isCJK(r) {
 					cjk = true
-					for _, g := range cjkTerms(seg) {
-						add(w, QueryTerm{Text: g, Indexable: true, CJK: true, Weight: 1})
+					// A run's bigrams share its weight, so a long run
+					// counts more than one word but not once per bigram.
+					grams := cjkTerms(seg)
+					for _, g := range grams {
+						add(w, QueryTerm{Text: g, Indexable: true, CJK: true, Weight: 1 / math.Sqrt(float64(len(grams)))})
 					}
 					continue
 				}

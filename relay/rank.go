@@ -301,12 +301,6 @@ func lowerSameLen(text []byte) []byte {
 // other units). Each document is read up to stop bytes.
 func unitText(f *session.File, ix *Index, d doc, stop int) (buf []byte, callLen int) {
 	buf = docTextOf(f, d, stop)
-	if d.part >= 0 {
-		// A tool call reads "name: arguments".
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			buf = append(append(buf[:i:i], ": "...), buf[i+1:]...)
-		}
-	}
 	if d.mate >= 0 && d.part >= 0 {
 		callLen = len(buf)
 		buf = append(append(buf, '\n'), docTextOf(f, ix.docs[d.mate], stop)...)
@@ -326,10 +320,15 @@ func docRaws(f *session.File, d doc) [][]byte {
 }
 
 // docTextOf is a document's text (pieces joined by newlines), up to stop
-// bytes when stop > 0.
+// bytes when stop > 0; a tool call reads "name: arguments".
 func docTextOf(f *session.File, d doc, stop int) []byte {
+	raws := docRaws(f, d)
+	if d.part >= 0 && len(raws) == 1 {
+		name, _ := session.MemberString(raws[0], "name")
+		return append([]byte(name+": "), text(session.Member(raws[0], "arguments"), stop)...)
+	}
 	var out []byte
-	for _, raw := range docRaws(f, d) {
+	for _, raw := range raws {
 		if len(out) > 0 {
 			out = append(out, '\n')
 		}
