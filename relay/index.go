@@ -32,6 +32,9 @@ type Index struct {
 	local    docTerms // scratch of add: the terms of the document
 	text     []byte   // scratch of add: unescaped text
 	low      []byte   // scratch of add: lowercased words
+
+	scoped scopeKey // the branch the last scope was made for, and the scope
+	scope  *scope
 }
 
 // doc is one searchable text: an entry's message (an assistant message's
@@ -357,6 +360,30 @@ type scope struct {
 	ok        func(d doc) bool
 }
 
+// scopeKey names the branch a scope is made for: the file, its number of
+// entries, the branch's last entry and its length, and whether it is an
+// ancestor's.
+type scopeKey struct {
+	file    *session.File
+	entries int
+	leaf    *session.Entry
+	n       int
+	all     bool
+}
+
+// scopeOf is branchScope, kept for the next search of the same branch of
+// the same file (a second recall does not walk the branch again).
+func (ix *Index) scopeOf(f *session.File, branch []*session.Entry, all bool) *scope {
+	k := scopeKey{file: f, entries: len(f.Entries), n: len(branch), all: all}
+	if len(branch) > 0 {
+		k.leaf = branch[len(branch)-1]
+	}
+	if ix.scope == nil || ix.scoped != k {
+		ix.scope, ix.scoped = branchScope(f, branch, all), k
+	}
+	return ix.scope
+}
+
 // branchScope: entries of the branch that left the context and were not
 // omitted. all (for ancestor sessions) takes every entry of the branch.
 func branchScope(f *session.File, branch []*session.Entry, all bool) *scope {
@@ -437,12 +464,28 @@ const (
 // approximate match) times 0.6 to 1 by BM25's saturation of the count of
 // that match in the unit's length.
 func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
+	r := ix.searchTop(q, sc, len(ix.docs))
+	return r.hits, r.weights, r.exps
+}
+
+// searchResult is what searchTop finds.
+type searchResult struct {
+	hits    []hit  // the best k, best first
+	total   int    // how many units hold a term
+	found   uint32 // the terms some unit holds
+	weights []float64
+	exps    [][]expansion
+}
+
+// searchTop is search keeping only the best k hits (in order), with the
+// number of all and the terms they hold.
+func (ix *Index) searchTop(q Query, sc *scope, k int) searchResult {
 	ix.sortTerms()
 	n := len(ix.docs)
 	weights := make([]float64, len(q.Terms))
 	exps := make([][]expansion, len(q.Terms))
 	if n == 0 || len(q.Terms) == 0 {
-		return nil, weights, exps
+		return searchResult{weights: weights, exps: exps}
 	}
 	ok := make([]bool, n)
 	for d := range ix.docs {
@@ -453,7 +496,7 @@ func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
 	best := make([]float32, n)
 	tf := make([]float32, n)
 	avg := float64(ix.totalLen) / float64(n)
-	var touched []int32
+	touched := make([]int32, 0, 1024)
 	for qi, t := range q.Terms {
 		touched = touched[:0]
 		exps[qi] = ix.expand(t)
@@ -487,17 +530,33 @@ func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
 			best[u], tf[u] = 0, 0
 		}
 	}
-	var out []hit
+	r := searchResult{weights: weights, exps: exps}
+	k = max(k, 1)
+	heap := make([]hit, 0, min(k, 1024))
 	for u := range ix.docs {
-		if terms[u] != 0 {
-			h := hit{id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
-			if m := ix.docs[u].mate; m >= 0 && ix.docs[m].entry > h.order {
-				h.order = ix.docs[m].entry
+		if terms[u] == 0 {
+			continue
+		}
+		r.total++
+		r.found |= terms[u]
+		h := hit{id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
+		if m := ix.docs[u].mate; m >= 0 && ix.docs[m].entry > h.order {
+			h.order = ix.docs[m].entry
+		}
+		switch {
+		case len(heap) < k:
+			heap = append(heap, h)
+			if len(heap) == k {
+				heapify(heap)
 			}
-			out = append(out, h)
+		case better(h, heap[0]):
+			heap[0] = h
+			siftDown(heap, 0)
 		}
 	}
-	return out, weights, exps
+	sortHits(heap)
+	r.hits = heap
+	return r
 }
 
 // better reports whether hit a ranks before hit b: a higher score, or
@@ -516,34 +575,39 @@ func topHits(hs []hit, k int) []hit {
 	if k == 0 {
 		return hs
 	}
-	// A min-heap of the best k seen so far at the front.
-	down := func(i, n int) {
-		for {
-			c := 2*i + 1
-			if c >= n {
-				return
-			}
-			if c+1 < n && better(hs[c], hs[c+1]) {
-				c++
-			}
-			if !better(hs[i], hs[c]) {
-				return
-			}
-			hs[i], hs[c] = hs[c], hs[i]
-			i = c
-		}
-	}
-	for i := k/2 - 1; i >= 0; i-- {
-		down(i, k)
-	}
+	heapify(hs[:k])
 	for i := k; i < len(hs); i++ {
 		if better(hs[i], hs[0]) {
 			hs[0], hs[i] = hs[i], hs[0]
-			down(0, k)
+			siftDown(hs[:k], 0)
 		}
 	}
 	sortHits(hs[:k])
 	return hs
+}
+
+// heapify makes hs a heap with the worst hit first.
+func heapify(hs []hit) {
+	for i := len(hs)/2 - 1; i >= 0; i-- {
+		siftDown(hs, i)
+	}
+}
+
+func siftDown(hs []hit, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(hs) {
+			return
+		}
+		if c+1 < len(hs) && better(hs[c], hs[c+1]) {
+			c++
+		}
+		if !better(hs[i], hs[c]) {
+			return
+		}
+		hs[i], hs[c] = hs[c], hs[i]
+		i = c
+	}
 }
 
 // Priors of a unit by what it is: tool output holds the facts a model

@@ -30,6 +30,10 @@ const (
 	windowShare   = 0.6
 	adjacentBonus = 0.5
 	typedBonus    = 0.5
+	// maxPlace bounds a place's score over the weight of the terms it
+	// holds: each term once, and each pair of them adjacent once, or the
+	// query as typed.
+	maxPlace = 1 + max(adjacentBonus, typedBonus)
 )
 
 // matcher finds a query's terms in text: the index's terms each query
@@ -76,8 +80,9 @@ type occurrence struct {
 // maxOccurrences bounds the occurrences a text is searched for windows in.
 const maxOccurrences = 4096
 
-// find returns the occurrences of the query's terms in text, in order.
-func (m *matcher) find(text []byte) []occurrence {
+// find returns the occurrences of the query's terms in text, in order;
+// with first, it stops at the first exact one.
+func (m *matcher) find(text []byte, first bool) []occurrence {
 	var out []occurrence
 	var low []byte
 	pos := 0
@@ -87,7 +92,7 @@ func (m *matcher) find(text []byte) []occurrence {
 		}
 	}
 	words(text, func(w []byte, at int) bool {
-		if len(out) >= maxOccurrences {
+		if len(out) >= maxOccurrences || first && len(out) > 0 && out[len(out)-1].level == levelExact {
 			return false
 		}
 		if !isASCIIWord(w) && hasCJK(w) {
@@ -185,23 +190,68 @@ func hasCJK(w []byte) bool {
 type place struct {
 	at, end int
 	score   float64
-	typed   bool // the query stands there as typed
+	typed   bool   // the query stands there as typed
+	terms   uint32 // the query terms it holds (bit i for term i)
+}
+
+// perfect reports whether place p is the best a unit holding terms can
+// have short of the query as typed: every term of it exactly, each pair
+// of them adjacent and in order.
+func (m *matcher) perfect(p place, terms uint32) bool {
+	if p.typed {
+		return true
+	}
+	most := 0.0
+	for t, w := range m.weights {
+		if terms&(1<<t) == 0 {
+			continue
+		}
+		most += w
+		if t+1 < len(m.weights) && terms&(1<<(t+1)) != 0 {
+			most += adjacentBonus * (w + m.weights[t+1]) / 2
+		}
+	}
+	return p.score >= most*(1-1e-9)
+}
+
+// typedPlace finds the query as typed in text (see indexTyped), for a
+// query of more than one word.
+func (m *matcher) typedPlace(text []byte) (place, bool) {
+	if len(m.q.Words) < 2 {
+		return place{}, false
+	}
+	at := indexTyped(text, m.q.Typed)
+	if at < 0 {
+		return place{}, false
+	}
+	total := 0.0
+	for _, w := range m.weights {
+		total += w
+	}
+	return place{at: at, end: at + len(m.q.Typed), score: total * (1 + typedBonus), typed: true, terms: 1<<len(m.weights) - 1}, true
 }
 
 // best returns the best place of the query in text: the query as typed
 // (case aside) if it stands there; else the window of a few positions
 // whose terms weigh most, terms adjacent and in the query's order counting
 // more, the first of equal ones. ok is false when no term occurs.
-func (m *matcher) best(text []byte) (place, bool) {
-	occ := m.find(text)
+func (m *matcher) best(text []byte) (place, bool) { return m.bestOf(text, false) }
+
+// bestOf is best; with one, for a unit holding a single term (whose best
+// place is its first exact match, else its first best one), the text is
+// read only up to its first exact match.
+func (m *matcher) bestOf(text []byte, one bool) (place, bool) {
+	occ := m.find(text, one)
 	if len(occ) == 0 {
 		return place{}, false
 	}
 	var bp place
 	found := false
 	level := make([]float32, len(m.q.Terms))
+	pairs := make([]bool, len(m.q.Terms))
 	for i := range occ {
 		clear(level)
+		clear(pairs)
 		score := 0.0
 		end := occ[i].end
 		for j := i; j < len(occ) && occ[j].pos-occ[i].pos < m.span; j++ {
@@ -214,23 +264,26 @@ func (m *matcher) best(text []byte) (place, bool) {
 			// The next term of the query right after this one.
 			for k := j + 1; k < len(occ) && occ[k].pos-o.pos <= 1 && occ[k].pos-occ[i].pos < m.span; k++ {
 				if occ[k].term == o.term+1 {
-					score += adjacentBonus * (m.weights[o.term] + m.weights[o.term+1]) / 2
+					if !pairs[o.term] {
+						pairs[o.term] = true
+						score += adjacentBonus * (m.weights[o.term] + m.weights[o.term+1]) / 2
+					}
 					break
 				}
 			}
 		}
 		if !found || score > bp.score {
-			bp, found = place{at: occ[i].at, end: end, score: score}, true
+			var held uint32
+			for t, l := range level {
+				if l > 0 {
+					held |= 1 << t
+				}
+			}
+			bp, found = place{at: occ[i].at, end: end, score: score, terms: held}, true
 		}
 	}
-	if at := indexTyped(text, m.q.Typed); at >= 0 && len(m.q.Words) > 1 {
-		total := 0.0
-		for _, w := range m.weights {
-			total += w
-		}
-		if s := total * (1 + typedBonus); s > bp.score {
-			bp = place{at: at, end: at + len(m.q.Typed), score: s, typed: true}
-		}
+	if p, ok := m.typedPlace(text); ok && p.score > bp.score {
+		bp = p
 	}
 	return bp, true
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +90,12 @@ type PayloadHit struct {
 // scope says which documents of the source a search may return: for the
 // current session, what left the context on its branch; for an ancestor,
 // its whole branch.
-func (s Source) scope() *scope { return branchScope(s.File, s.Branch, !s.Current) }
+func (s Source) scope() *scope {
+	if s.Index == nil {
+		return branchScope(s.File, s.Branch, !s.Current)
+	}
+	return s.Index.scopeOf(s.File, s.Branch, !s.Current)
+}
 
 // item is one rendered search result.
 type item struct {
@@ -115,53 +121,89 @@ type ranked struct {
 // (bit i for term i).
 func searchSource(s Source, q Query, limit int) ([]item, uint32) {
 	sc := s.scope()
-	hits, weights, exps := s.Index.search(q, sc)
-	var found uint32
-	for _, h := range hits {
-		found |= h.terms
-	}
 	n := max(3*limit, rerankMin)
-	hits = topHits(hits, n)
-	top := make([]ranked, min(n, len(hits)))
+	res := s.Index.searchTop(q, sc, n)
+	hits, weights, exps := res.hits, res.weights, res.exps
+	top := make([]ranked, len(hits))
 	for i := range top {
 		top[i] = ranked{hit: hits[i], doc: s.Index.docs[hits[i].id]}
 	}
 	m := newMatcher(s.Index, q, weights, exps)
-	rerank(s.File, s.Index, m, top)
-	out := make([]item, 0, len(hits))
-	for i := range hits {
-		it := item{score: hits[i].score, order: int(hits[i].order)}
-		if i < len(top) {
-			it.score = top[i].score
-			if i < limit {
-				it.text = renderHit(s, m, top[i])
-			}
+	rerank(s.File, s.Index, m, top, max(limit, 1))
+	out := make([]item, 0, res.total)
+	for i := range top {
+		it := item{score: top[i].score, order: int(top[i].order)}
+		if i < limit {
+			it.text = renderHit(s, m, top[i])
 		}
 		out = append(out, it)
 	}
-	return out, found
+	for range res.total - len(top) {
+		out = append(out, item{}) // counted, not shown
+	}
+	return out, res.found
 }
 
 // rerank reads the text of the hits again (within rerankBudget bytes),
 // adds to each hit's score what its best place is worth, and orders them
-// again; those past the budget keep their order after the others.
-func rerank(f *session.File, ix *Index, m *matcher, top []ranked) {
-	budget := rerankBudget
-	n := len(top)
+// again. A hit whose score could not reach the first limit whatever its
+// place (its score plus the most a place adds for the terms it holds) is
+// not read: the hits are read in the order of that bound, until it falls
+// below the limit-th score.
+func rerank(f *session.File, ix *Index, m *matcher, top []ranked, limit int) {
+	bound := make([]float64, len(top))
+	order := make([]int, len(top))
 	for i := range top {
-		if budget <= 0 {
-			n = i
+		held := 0.0
+		for t, w := range m.weights {
+			if top[i].terms&(1<<t) != 0 {
+				held += w
+			}
+		}
+		bound[i] = top[i].score + windowShare*maxPlace*held
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case bound[a] > bound[b]:
+			return -1
+		case bound[a] < bound[b]:
+			return 1
+		}
+		return 0
+	})
+	budget := rerankBudget
+	var best []float64 // the best limit scores so far, highest first
+	for _, i := range order {
+		if budget <= 0 || len(best) >= limit && bound[i] <= best[limit-1] {
 			break
 		}
 		r := &top[i]
+		if bits.OnesCount32(r.terms) < 2 {
+			// One term: no place of it is worth more than another.
+			continue
+		}
 		r.text, r.call = unitText(f, ix, r.doc, min(rerankScan, budget))
 		budget -= len(r.text)
 		if p, ok := m.best(r.text); ok {
 			r.place, r.placed = p, true
 			r.score += windowShare * p.score
 		}
+		k, _ := slices.BinarySearchFunc(best, r.score, func(a, b float64) int {
+			switch {
+			case a > b:
+				return -1
+			case a < b:
+				return 1
+			}
+			return 0
+		})
+		best = slices.Insert(best, k, r.score)
+		if len(best) > limit {
+			best = best[:limit]
+		}
 	}
-	slices.SortStableFunc(top[:n], func(a, b ranked) int {
+	slices.SortStableFunc(top, func(a, b ranked) int {
 		switch {
 		case better(a.hit, b.hit):
 			return -1
@@ -198,12 +240,22 @@ func renderHit(s Source, m *matcher, r ranked) string {
 // for a tool call with its result, the call in one line, then the
 // result's lines, or the call's place and the start of the result.
 func snippet(f *session.File, ix *Index, m *matcher, r ranked) string {
-	if r.text == nil || len(r.text) >= rerankScan {
-		// Not read, or read only in part: a better place may come later.
+	switch {
+	case r.text == nil:
 		r.text, r.call = unitText(f, ix, r.doc, snippetScan)
-		r.placed = false
-	}
-	if !r.placed {
+		r.place, _ = m.bestOf(r.text, bits.OnesCount32(r.terms) == 1)
+	case len(r.text) >= rerankScan:
+		// Read in part: the query as typed, or a better place, may come
+		// later; the text is tokenized again only when the place found
+		// is not the best one its terms could have.
+		text, call := unitText(f, ix, r.doc, snippetScan)
+		if p, ok := m.typedPlace(text); ok {
+			r.place = p
+		} else if !r.placed || call != r.call || !m.perfect(r.place, r.terms) {
+			r.place, _ = m.best(text)
+		}
+		r.text, r.call = text, call
+	case !r.placed:
 		r.place, _ = m.best(r.text)
 	}
 	buf, p := r.text, r.place
