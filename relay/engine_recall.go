@@ -120,8 +120,10 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 			if current && len(payloads) > 0 {
 				payloads = visiblePayloads(branch, payloads)
 			}
-			src.Index = e.index(path, f)
+			var unlock func()
+			src.Index, unlock = e.index(path, f)
 			got, holds := searchSource(src, q, a.Limit)
+			unlock()
 			items = append(items, got...)
 			found |= holds
 			return nil
@@ -185,15 +187,15 @@ func Ancestors(f *session.File, branch []*session.Entry) []string {
 	return out
 }
 
-// index returns the session's index brought up to date with f. The
-// caller holds f (its Reader's lock); the index's own lock is taken here,
-// so a warm-up and a recall never update it at once.
-func (e *Engine) index(path string, f *session.File) *Index {
+// index returns the session's index brought up to date with f, locked:
+// the caller searches it and then calls unlock. The caller holds f (its
+// Reader's lock); the index's own lock is taken here, so a warm-up and a
+// recall, or two recalls (parallel tool calls), never use it at once.
+func (e *Engine) index(path string, f *session.File) (ix *Index, unlock func()) {
 	s := e.slot(path)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ix.Update(f)
-	return s.ix
+	return s.ix, s.mu.Unlock
 }
 
 // slot returns the index slot of path, making one (and dropping the least

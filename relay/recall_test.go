@@ -722,3 +722,36 @@ func TestAncestors(t *testing.T) {
 		t.Errorf("Ancestors mismatch (-want +got):\n%s", d)
 	}
 }
+
+// TestRecallConcurrent: recalls of one session at once (a model's
+// parallel tool calls) answer as they do one at a time (and, under -race,
+// share the index without a race).
+func TestRecallConcurrent(t *testing.T) {
+	s := buildRecallSession(t)
+	e := New(Options{AgentDir: t.TempDir()})
+	queries := []string{"ember cache", "export functi", "resolving symbol_12", "removed by the user", "line 400"}
+	want := map[string]string{}
+	for _, q := range queries {
+		want[q] = recallText(t, New(Options{AgentDir: t.TempDir()}), s.path, map[string]any{"query": q})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(queries))
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, q := range queries {
+				raw, _ := json.Marshal(map[string]any{"query": q})
+				got, err := e.Recall(context.Background(), openReader, RecallRequest{SessionID: "s1", SessionFile: s.path, Args: raw})
+				if err != nil || got != want[q] {
+					errs <- fmt.Sprintf("recall(%q) at once = %v\n%s\nwant\n%s", q, err, got, want[q])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for m := range errs {
+		t.Error(m)
+	}
+}
