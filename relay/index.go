@@ -33,6 +33,9 @@ type Index struct {
 	text     []byte   // scratch of add: unescaped text
 	low      []byte   // scratch of add: lowercased words
 
+	one  [1][]byte  // scratch of UpdateSome: an entry of one document
+	part [1]docPart // (its JSON and its part)
+
 	scoped scopeKey // the branch the last scope was made for, and the scope
 	scope  *scope
 }
@@ -88,7 +91,20 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 	}
 	for ; ix.n < end; ix.n++ {
 		e := f.Entries[ix.n]
-		parts, target, resultOf := docParts(f, e)
+		var parts []docPart
+		var target int32
+		var resultOf string
+		if e.Type == "message" && e.Role == "assistant" {
+			parts, target, resultOf = docParts(f, e)
+		} else if raw, t := docText(f, e); raw != nil {
+			// One document: no parts to allocate.
+			ix.one[0] = raw
+			parts, target = ix.part[:1], t
+			parts[0] = docPart{part: -1, raws: ix.one[:]}
+			if e.Type == "message" && e.Role == "toolResult" {
+				resultOf, _ = session.MemberString(session.Member(e.Raw, "message"), "toolCallId")
+			}
+		}
 		role := uint8(0)
 		if e.Type == "message" && target < 0 {
 			switch e.Role {

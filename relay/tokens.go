@@ -174,7 +174,11 @@ func words(text []byte, fn func(word []byte, at int) bool) {
 		for i < len(text) {
 			c := byteClass[text[i]]
 			if c == 0 {
-				i = skipEscape(text, i)
+				if text[i] == 0x1b {
+					i = skipEscape(text, i)
+				} else {
+					i++
+				}
 				continue
 			}
 			if c == 4 {
