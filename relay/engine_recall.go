@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -60,20 +61,29 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 	paths := []string{req.SessionFile}
 	var answer string
 	var items []item
-	var terms []QueryTerm
+	var q Query
 	if a.EntryID == "" {
-		terms = ParseQuery(a.Query)
-		if len(terms) == 0 {
-			return render(a, nil, nil, nil, nil), nil
+		q = ParseQuery(a.Query)
+		if len(q.Terms) == 0 {
+			return render(a, q, nil, nil, 0), nil
 		}
 	}
 	// The offloaded results first, so that reading the session can keep
 	// only those whose handle the model sees on its branch.
 	var payloads []PayloadHit
 	if e.opt.Payloads != nil && a.EntryID == "" {
+		// A line must hold every term, so not the whole form of a word
+		// that splits (emberCache): its parts are terms.
+		var terms []QueryTerm
+		for _, t := range q.Terms {
+			if t.Weight >= 1 {
+				terms = append(terms, t)
+			}
+		}
 		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
 	}
-	var missing [][]bool // per source searched, the query words it lacks
+	var found uint32   // the query terms some source holds
+	continues := false // the session continues another (a fork, a relaunch)
 	for i := 0; i < len(paths) && i <= maxLineage; i++ {
 		path := paths[i]
 		current := i == 0
@@ -89,8 +99,16 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 			src := Source{File: f, Branch: branch, Current: current}
 			if f.Header != nil {
 				src.Session = f.Header.ID
-				if a.Lineage && f.Header.ParentSession != "" && !contains(paths, f.Header.ParentSession) {
-					paths = append(paths, f.Header.ParentSession)
+			}
+			ancestors := Ancestors(f, branch)
+			if current {
+				continues = len(ancestors) > 0
+			}
+			if a.Lineage {
+				for _, p := range ancestors {
+					if !contains(paths, p) {
+						paths = append(paths, p)
+					}
 				}
 			}
 			if a.EntryID != "" {
@@ -102,9 +120,12 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 			if current && len(payloads) > 0 {
 				payloads = visiblePayloads(branch, payloads)
 			}
-			src.Index = e.index(path, f)
-			items = append(items, searchSource(src, terms, a.Limit)...)
-			missing = append(missing, missingTerms(terms, src.Index))
+			var unlock func()
+			src.Index, unlock = e.index(path, f)
+			got, holds := searchSource(src, q, a.Limit)
+			unlock()
+			items = append(items, got...)
+			found |= holds
 			return nil
 		})
 		if err != nil {
@@ -126,32 +147,55 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 		}
 		return answer, nil
 	}
-	all := func() []string {
-		// The words missing from every source.
-		var out []string
-		for i, q := range terms {
-			gone := len(missing) > 0
-			for _, m := range missing {
-				gone = gone && m[i]
-			}
-			if gone {
-				out = append(out, strconv.Quote(clip.Echo(q.Text)))
-			}
-		}
-		return out
+	text := render(a, q, items, payloads, found)
+	if continues && !a.Lineage && len(items) < a.Limit {
+		text = clip.To(text+"\n\nThis session continues an earlier one (a fork or a relaunch after /handoff): recall({query, scope: \"lineage\"}) searches that one too.", SearchCap)
 	}
-	return render(a, terms, items, payloads, all), nil
+	return text, nil
 }
 
-// index returns the session's index brought up to date with f. The
-// caller holds f (its Reader's lock); the index's own lock is taken here,
-// so a warm-up and a recall never update it at once.
-func (e *Engine) index(path string, f *session.File) *Index {
+// ContinuesType is the custom entry a relaunched pi's session holds for
+// the session it continues (pi-session's /handoff relaunch): its data
+// names the previous session file.
+const ContinuesType = "pi-session:continues"
+
+// Ancestors returns the session files a session continues, nearest
+// first: its header's parentSession (a fork or a /new's parent), then the
+// sessionFile of each pi-session:continues entry on the branch (a
+// relaunch after /handoff), latest first. Relative or empty names are
+// left out.
+func Ancestors(f *session.File, branch []*session.Entry) []string {
+	var out []string
+	add := func(p string) {
+		if filepath.IsAbs(p) && !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if f.Header != nil && f.Header.ParentSession != "" {
+		add(f.Header.ParentSession)
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		if e.Type != "custom" {
+			continue
+		}
+		if ct, _ := session.MemberString(e.Raw, "customType"); ct == ContinuesType {
+			p, _ := session.MemberString(session.Member(e.Raw, "data"), "sessionFile")
+			add(p)
+		}
+	}
+	return out
+}
+
+// index returns the session's index brought up to date with f, locked:
+// the caller searches it and then calls unlock. The caller holds f (its
+// Reader's lock); the index's own lock is taken here, so a warm-up and a
+// recall, or two recalls (parallel tool calls), never use it at once.
+func (e *Engine) index(path string, f *session.File) (ix *Index, unlock func()) {
 	s := e.slot(path)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ix.Update(f)
-	return s.ix
+	return s.ix, s.mu.Unlock
 }
 
 // slot returns the index slot of path, making one (and dropping the least
@@ -296,7 +340,8 @@ func visiblePayloads(branch []*session.Entry, hits []PayloadHit) []PayloadHit {
 	return out
 }
 
-// ScanPayload returns up to max lines of data holding every query term.
+// ScanPayload returns up to max lines of data holding every query term
+// (the query's terms without its stop words).
 // Lines are found by their longest term in three spellings (as typed,
 // Capitalized, UPPER), then checked word by word.
 func ScanPayload(data []byte, terms []QueryTerm, max int) []PayloadHit {
@@ -358,7 +403,7 @@ func lineHas(line []byte, terms []QueryTerm) bool {
 		} else {
 			words(line, func(w []byte, _ int) bool {
 				var low []byte
-				emitWord(w, &low, true, func(t []byte) {
+				splitWord(w, &low, func(t []byte) {
 					if !found && q.matches(t) > 0 {
 						found = true
 					}

@@ -3,29 +3,34 @@ package relay
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 // FuzzParseQuery: any query parses into at most maxQueryTerms distinct,
-// non-empty, lowercased terms, and searching an index or a payload with
-// them never fails.
+// non-empty, lowercased terms without control characters, each of a word
+// of the query whose terms it lists; a query with a word that is no stop
+// word searches for no stop word; and searching an index (a search, its
+// rerank and snippets) or a payload with it never fails.
 func FuzzParseQuery(f *testing.F) {
-	for _, s := range []string{"export functi", "ember-cache", "emberCache miss", "note.go relay", "HTTPServer utf8Len", "1796030340880", "ÜBER straße", "", "   ", "a_b-c.d/e", "\x00\xff\xfe", strings.Repeat("x", 3000)} {
+	for _, s := range []string{"export functi", "ember-cache", "emberCache miss", "note.go relay", "HTTPServer utf8Len", "1796030340880", "ÜBER straße", "", "   ",
+		"a_b-c.d/e", "\x00\xff\xfe", strings.Repeat("x", 3000), "how many branches network", "重複打刻 エラー 件数", "ＡＢＣ１２３ ｼｽﾃﾑ", "결제 실패 몇 건", "сколько запросов",
+		"what is the", "ember\x1b[31mcache\x1b[0m", "4d6d038", "rotor_417", "日本語のテスト"} {
 		f.Add(s)
 	}
 	ix := NewIndex()
-	ix.add(0, -1, []byte(`"ember cache export function note go relay 42 straße"`))
-	ix.add(1, -1, []byte(`[{"type":"text","text":"HTTPServer utf8Len emberCache"}]`))
+	ix.add(0, -1, []byte(`"ember cache export function note go relay 42 straße 日本語のテスト"`))
+	ix.add(1, -1, []byte(`[{"type":"text","text":"HTTPServer utf8Len emberCache rotor_417 ＡＢＣ１２３ 결제 실패"}]`))
 	sc := &scope{ok: func(doc) bool { return true }}
 	f.Fuzz(func(t *testing.T, q string) {
-		terms := ParseQuery(q)
-		if len(terms) > maxQueryTerms {
-			t.Fatalf("ParseQuery(%q): %d terms", q, len(terms))
+		pq := ParseQuery(q)
+		if len(pq.Terms) > maxQueryTerms {
+			t.Fatalf("ParseQuery(%q): %d terms", q, len(pq.Terms))
 		}
 		seen := map[string]bool{}
-		for _, term := range terms {
+		for i, term := range pq.Terms {
 			if term.Text == "" || seen[term.Text] {
 				t.Fatalf("ParseQuery(%q): empty or repeated term %q", q, term.Text)
 			}
@@ -37,9 +42,32 @@ func FuzzParseQuery(f *testing.F) {
 					t.Fatalf("ParseQuery(%q): term %q is not lowercased", q, term.Text)
 				}
 			}
+			for _, r := range term.Text {
+				if r < 0x20 || r == 0x7f {
+					t.Fatalf("ParseQuery(%q): term %q holds a control character", q, term.Text)
+				}
+			}
+			if term.Word < 0 || term.Word >= len(pq.Words) || !slices.Contains(pq.Words[term.Word].Terms, i) {
+				t.Fatalf("ParseQuery(%q): term %d (%q) is not listed by its word %d", q, i, term.Text, term.Word)
+			}
+			if pq.Words[term.Word].Stop {
+				t.Fatalf("ParseQuery(%q): stop word %q is searched for", q, pq.Words[term.Word].Text)
+			}
 		}
-		_ = ix.search(terms, sc, func(doc, QueryTerm) bool { return false })
-		_ = ScanPayload([]byte("ember cache line\nHTTPServer 42\n"), terms, 3)
+		hits, weights, exps := ix.search(pq, sc)
+		if len(weights) != len(pq.Terms) || len(exps) != len(pq.Terms) {
+			t.Fatalf("ParseQuery(%q): %d weights, %d expansions for %d terms", q, len(weights), len(exps), len(pq.Terms))
+		}
+		m := newMatcher(ix, pq, weights, exps)
+		for _, h := range hits {
+			for _, raw := range [][]byte{[]byte("ember cache 日本語のテスト rotor_417\nline two ＡＢＣ１２３"), nil, []byte("\n\n")} {
+				if p, ok := m.best(raw); ok && (p.at < 0 || p.end > len(raw) || p.at > p.end) {
+					t.Fatalf("ParseQuery(%q): place %+v outside a text of %d bytes", q, p, len(raw))
+				}
+			}
+			_ = h
+		}
+		_ = ScanPayload([]byte("ember cache line\nHTTPServer 42\n"), pq.Terms, 3)
 	})
 }
 
@@ -82,15 +110,14 @@ func FuzzIndex(f *testing.F) {
 		for i, raw := range raws {
 			ix.add(int32(i), -1, raw)
 		}
-		terms := ParseQuery(q)
-		want := newOracle(raws).search(terms)
-		hits := ix.search(terms, &scope{ok: func(doc) bool { return true }}, func(doc, QueryTerm) bool { return true })
+		want := newOracle(raws).search(ParseQuery(q))
+		hits, _, _ := ix.search(ParseQuery(q), &scope{ok: func(doc) bool { return true }})
 		if len(hits) != len(want) {
 			t.Fatalf("query %q: %d hits, the oracle %d", q, len(hits), len(want))
 		}
 		for _, h := range hits {
-			if s, ok := want[int(h.doc.entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
-				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, h.doc.entry, h.score, s, ok)
+			if s, ok := want[int(ix.docs[h.id].entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
+				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, ix.docs[h.id].entry, h.score, s, ok)
 			}
 		}
 	})

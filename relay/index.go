@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/session"
 )
@@ -23,24 +25,45 @@ type Index struct {
 	n    int           // f.Entries[:n] are indexed
 
 	docs     []doc
+	calls    map[string]int32 // tool call id -> its document, until its result comes
 	dict     termDict
 	sorted   []int32 // term ids in term order, for prefix lookups
 	totalLen int64
 	local    docTerms // scratch of add: the terms of the document
 	text     []byte   // scratch of add: unescaped text
 	low      []byte   // scratch of add: lowercased words
+
+	one  [1][]byte  // scratch of UpdateSome: an entry of one document
+	part [1]docPart // (its JSON and its part)
+
+	scoped scopeKey // the branch the last scope was made for, and the scope
+	scope  *scope
 }
 
-// doc is one searchable text: an entry's message, or a replacement.
+// doc is one searchable text: an entry's message (an assistant message's
+// text apart from its tool calls), one tool call of an assistant message,
+// or a replacement. A tool call and its result are one unit: searched as
+// one text and returned together.
 type doc struct {
 	entry  int32 // index in File.Entries
 	target int32 // for a replacement: the entry it replaces; -1 otherwise
+	part   int32 // -1: the entry's text; k >= 0: its k-th tool call
 	length uint32
+	unit   int32  // the unit's first document: a tool call for its result, else itself
+	mate   int32  // the unit's other document (a call's result, a result's call), or -1
+	ulen   uint32 // the unit's length (both documents), on its first document
+	role   uint8  // roleUser, roleAssistant or 0 (anything else)
 }
+
+// Roles of a document, for its prior.
+const (
+	roleUser = 1 + iota
+	roleAssistant
+)
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{dict: newTermDict()}
+	return &Index{dict: newTermDict(), calls: map[string]int32{}}
 }
 
 // Update indexes the entries f has gained since the last call. It starts
@@ -67,11 +90,90 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 		defer debug.SetGCPercent(debug.SetGCPercent(10))
 	}
 	for ; ix.n < end; ix.n++ {
-		if raw, target := docText(f, f.Entries[ix.n]); raw != nil {
-			ix.add(int32(ix.n), target, raw)
+		e := f.Entries[ix.n]
+		var parts []docPart
+		var target int32
+		var resultOf string
+		if e.Type == "message" && e.Role == "assistant" {
+			parts, target, resultOf = docParts(f, e)
+		} else if raw, t := docText(f, e); raw != nil {
+			// One document: no parts to allocate.
+			ix.one[0] = raw
+			parts, target = ix.part[:1], t
+			parts[0] = docPart{part: -1, raws: ix.one[:]}
+			if e.Type == "message" && e.Role == "toolResult" {
+				resultOf, _ = session.MemberString(session.Member(e.Raw, "message"), "toolCallId")
+			}
+		}
+		role := uint8(0)
+		if e.Type == "message" && target < 0 {
+			switch e.Role {
+			case "user":
+				role = roleUser
+			case "assistant":
+				role = roleAssistant
+			}
+		}
+		for _, p := range parts {
+			d := ix.addDoc(int32(ix.n), target, p.part, p.raws)
+			if d >= 0 {
+				ix.docs[d].role = role
+			}
+			switch {
+			case d < 0:
+			case p.callID != "":
+				ix.calls[p.callID] = d
+			case resultOf != "":
+				if c, ok := ix.calls[resultOf]; ok {
+					delete(ix.calls, resultOf)
+					ix.docs[d].unit, ix.docs[d].mate, ix.docs[c].mate = c, c, d
+					ix.docs[c].ulen += ix.docs[d].length
+				}
+			}
 		}
 	}
 	return ix.n == len(f.Entries)
+}
+
+// docPart is the text of one document of an entry: the JSON values that
+// hold it, and for a tool call its id.
+type docPart struct {
+	part   int32
+	raws   [][]byte
+	callID string
+}
+
+// docParts returns the documents of an entry: one for most, and for an
+// assistant message its text (if any) and each tool call apart; for a
+// context_edit the index of the entry it replaces (-1 otherwise), and for
+// a tool result the id of its call.
+func docParts(f *session.File, e *session.Entry) (parts []docPart, target int32, resultOf string) {
+	raw, target := docText(f, e)
+	if raw == nil {
+		return nil, -1, ""
+	}
+	if e.Type == "message" && e.Role == "assistant" && len(raw) > 0 && raw[0] == '[' {
+		text := docPart{part: -1}
+		k := int32(0)
+		session.Elements(raw, func(block json.RawMessage) bool {
+			if t, _ := session.MemberString(block, "type"); t == "toolCall" {
+				id, _ := session.MemberString(block, "id")
+				parts = append(parts, docPart{part: k, raws: [][]byte{block}, callID: id})
+				k++
+			} else {
+				text.raws = append(text.raws, block)
+			}
+			return true
+		})
+		if len(text.raws) > 0 {
+			parts = append([]docPart{text}, parts...)
+		}
+		return parts, target, ""
+	}
+	if e.Type == "message" && e.Role == "toolResult" {
+		resultOf, _ = session.MemberString(session.Member(e.Raw, "message"), "toolCallId")
+	}
+	return []docPart{{part: -1, raws: [][]byte{raw}}}, target, resultOf
 }
 
 // Entries is the number of file entries indexed.
@@ -83,14 +185,16 @@ func docText(f *session.File, e *session.Entry) ([]byte, int32) {
 	switch e.Type {
 	case "message":
 		m := session.Member(e.Raw, "message")
-		if string(session.Member(m, "excludeFromContext")) == "true" {
-			return nil, -1
-		}
-		switch role, _ := session.MemberString(m, "role"); role {
+		switch e.Role {
 		case "system":
 			return nil, -1
 		case "bashExecution":
-			return m, -1 // command and output
+			// Command and output; one run with !! never enters the
+			// context (the only role pi excludes this way).
+			if string(session.Member(m, "excludeFromContext")) == "true" {
+				return nil, -1
+			}
+			return m, -1
 		}
 		return session.Member(m, "content"), -1
 	case "custom_message":
@@ -122,26 +226,37 @@ func entryIndex(f *session.File, e *session.Entry) int32 {
 	return -1
 }
 
+// add indexes one document of the text in raw.
 func (ix *Index) add(entry, target int32, raw []byte) {
+	ix.addDoc(entry, target, -1, [][]byte{raw})
+}
+
+// addDoc indexes one document, the text of raws, and returns its id (-1
+// when it holds no word).
+func (ix *Index) addDoc(entry, target, part int32, raws [][]byte) int32 {
 	id := int32(len(ix.docs))
 	var n uint32
 	lt := &ix.local
 	lt.reset()
-	walkTextBuf(raw, &ix.text, func(text []byte) bool {
-		words(text, func(w []byte, _ int) bool {
-			n += lt.word(w, &ix.low)
+	for _, raw := range raws {
+		walkTextBuf(raw, &ix.text, func(text []byte) bool {
+			words(text, func(w []byte, _ int) bool {
+				n += lt.word(w, &ix.low)
+				return true
+			})
 			return true
 		})
-		return true
-	})
-	if n > 0 {
-		ix.docs = append(ix.docs, doc{entry: entry, target: target, length: n})
-		ix.totalLen += int64(n)
-		for _, e := range lt.ents {
-			tid := ix.dict.intern(lt.arena[e.off:e.off+e.n], e.h)
-			ix.dict.post.add(&ix.dict.terms[tid], id, e.tf)
-		}
 	}
+	if n == 0 {
+		return -1
+	}
+	ix.docs = append(ix.docs, doc{entry: entry, target: target, part: part, length: n, unit: id, mate: -1, ulen: n})
+	ix.totalLen += int64(n)
+	for _, e := range lt.ents {
+		tid := ix.dict.intern(lt.arena[e.off:e.off+e.n], e.h)
+		ix.dict.post.add(&ix.dict.terms[tid], id, e.tf)
+	}
+	return id
 }
 
 // sortTerms brings the prefix table up to date with new terms.
@@ -174,16 +289,34 @@ func (ix *Index) sortTerms() {
 // maxExpansions bounds the terms a prefix stands for.
 const maxExpansions = 2000
 
-// expand returns the term ids a query term matches, with their weights.
-func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
-	add := func(tid int32) {
-		if w := q.matches(ix.dict.term(tid)); w > 0 && !slices.Contains(ids, tid) {
-			ids = append(ids, tid)
-			weights = append(weights, w)
+// expansion is one dictionary term a query term matches, and how well.
+type expansion struct {
+	id    int32
+	level float32
+}
+
+// expand returns the dictionary terms a query term matches, with their
+// levels (see QueryTerm.matches). A term that matches none of them as a
+// word, a prefix or a stem is looked for inside longer words (a
+// fragment), except CJK terms, which match only exactly.
+func (ix *Index) expand(q QueryTerm) []expansion {
+	var out []expansion
+	add := func(tid int32, w float32) {
+		if w <= 0 {
+			return
 		}
+		for i := range out {
+			if out[i].id == tid {
+				return
+			}
+		}
+		out = append(out, expansion{tid, w})
 	}
 	if tid := ix.dict.find([]byte(q.Text), hashTerm([]byte(q.Text))); tid >= 0 {
-		add(tid)
+		add(tid, levelExact)
+	}
+	if q.CJK {
+		return out
 	}
 	prefix := func(p string) {
 		if p == "" {
@@ -192,7 +325,7 @@ func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
 		pb := []byte(p)
 		i := sort.Search(len(ix.sorted), func(i int) bool { return bytes.Compare(ix.dict.term(ix.sorted[i]), pb) >= 0 })
 		for n := 0; i < len(ix.sorted) && n < maxExpansions && bytes.HasPrefix(ix.dict.term(ix.sorted[i]), pb); i, n = i+1, n+1 {
-			add(ix.sorted[i])
+			add(ix.sorted[i], q.matches(ix.dict.term(ix.sorted[i])))
 		}
 	}
 	if len(q.Text) >= 3 {
@@ -204,7 +337,35 @@ func (ix *Index) expand(q QueryTerm) (ids []int32, weights []float32) {
 			prefix(string(t))
 		}
 	}
-	return ids, weights
+	if len(out) == 0 && utf8.RuneCountInString(q.Text) >= 3 {
+		for _, tid := range ix.fragments([]byte(q.Text), maxExpansions) {
+			add(tid, levelFragment)
+		}
+	}
+	return out
+}
+
+// fragments returns up to max terms that hold frag inside them.
+func (ix *Index) fragments(frag []byte, max int) []int32 {
+	arena, terms := ix.dict.arena, ix.dict.terms
+	var out []int32
+	for i := 0; len(out) < max && i < len(arena); {
+		k := bytes.Index(arena[i:], frag)
+		if k < 0 {
+			break
+		}
+		at := i + k
+		// The term whose bytes start at or before at: terms lie in the
+		// arena in id order.
+		id := sort.Search(len(terms), func(j int) bool { return terms[j].off > uint32(at) }) - 1
+		if id >= 0 && at+len(frag) <= int(terms[id].off)+int(terms[id].n) {
+			out = append(out, int32(id))
+			i = int(terms[id].off) + int(terms[id].n)
+			continue
+		}
+		i = at + 1
+	}
+	return out
 }
 
 // scope says which documents a search may return.
@@ -213,6 +374,30 @@ type scope struct {
 	inContext []bool          // by entry index
 	edit      map[int32]int32 // target -> latest edit on the branch (its index), -1 when omitted
 	ok        func(d doc) bool
+}
+
+// scopeKey names the branch a scope is made for: the file, its number of
+// entries, the branch's last entry and its length, and whether it is an
+// ancestor's.
+type scopeKey struct {
+	file    *session.File
+	entries int
+	leaf    *session.Entry
+	n       int
+	all     bool
+}
+
+// scopeOf is branchScope, kept for the next search of the same branch of
+// the same file (a second recall does not walk the branch again).
+func (ix *Index) scopeOf(f *session.File, branch []*session.Entry, all bool) *scope {
+	k := scopeKey{file: f, entries: len(f.Entries), n: len(branch), all: all}
+	if len(branch) > 0 {
+		k.leaf = branch[len(branch)-1]
+	}
+	if ix.scope == nil || ix.scoped != k {
+		ix.scope, ix.scoped = branchScope(f, branch, all), k
+	}
+	return ix.scope
 }
 
 // branchScope: entries of the branch that left the context and were not
@@ -245,13 +430,13 @@ func branchScope(f *session.File, branch []*session.Entry, all bool) *scope {
 			}
 		}
 	}
+	edited := make([]bool, len(f.Entries))
+	for i := range s.edit {
+		edited[i] = true
+	}
 	s.ok = func(d doc) bool {
 		if d.target < 0 {
-			if !s.onBranch[d.entry] || s.inContext[d.entry] {
-				return false
-			}
-			_, edited := s.edit[d.entry]
-			return !edited
+			return s.onBranch[d.entry] && !s.inContext[d.entry] && !edited[d.entry]
 		}
 		return s.onBranch[d.entry] && s.onBranch[d.target] && !s.inContext[d.target] && s.edit[d.target] == d.entry
 	}
@@ -264,86 +449,215 @@ func (s *scope) omitted(i int32) bool {
 	return ok && e < 0
 }
 
-// hit is one document found.
+// hit is one unit found: its first document, its score and which query
+// terms it holds (bit i for term i).
 type hit struct {
-	doc   doc
-	score float64
+	doc    doc
+	id     int32 // the document's id
+	score  float64
+	terms  uint32
+	order  int32 // the unit's latest entry: ties go to the newest
+	place  place // where the query shows best, once read (placed)
+	placed bool
+	text   []byte // what was read of the unit's text, and the length of its call part
+	call   int
 }
 
-// search returns the documents in scope that match every query term,
-// best first (BM25 over the terms, a query term counting its exact,
-// prefix and stem matches with decreasing weight), ties newest first.
-// Terms the index leaves out (long numbers) are checked against the text
-// by verify.
-func (ix *Index) search(terms []QueryTerm, sc *scope, verify func(d doc, t QueryTerm) bool) []hit {
+// BM25's parameters, and the share of a term's weight that its count in
+// an entry decides: one match of a word counts 0.6 of the word, many
+// count up to 1.
+const (
+	bm25K1  = 1.2
+	bm25B   = 0.75
+	tfShare = 0.4
+)
+
+// search scores the units (a document, or a tool call with its result)
+// in scope that hold any query term and returns them best first, ties
+// newest first, with each term's weight (its rarity times its own
+// weight). A unit's score is the sum, over the query terms it holds, of
+// the term's weight times the level of its best match (exact above any
+// approximate match) times 0.6 to 1 by BM25's saturation of the count of
+// that match in the unit's length.
+func (ix *Index) search(q Query, sc *scope) ([]hit, []float64, [][]expansion) {
+	r := ix.searchTop(q, sc, len(ix.docs))
+	return r.hits, r.weights, r.exps
+}
+
+// searchResult is what searchTop finds.
+type searchResult struct {
+	hits    []hit  // the best k, best first
+	total   int    // how many units hold a term
+	found   uint32 // the terms some unit holds
+	weights []float64
+	exps    [][]expansion
+}
+
+// searchTop is search keeping only the best k hits (in order), with the
+// number of all and the terms they hold.
+func (ix *Index) searchTop(q Query, sc *scope, k int) searchResult {
 	ix.sortTerms()
 	n := len(ix.docs)
-	if n == 0 || len(terms) == 0 {
-		return nil
+	weights := make([]float64, len(q.Terms))
+	exps := make([][]expansion, len(q.Terms))
+	if n == 0 || len(q.Terms) == 0 {
+		return searchResult{weights: weights, exps: exps}
+	}
+	ok := make([]bool, n)
+	for d := range ix.docs {
+		ok[d] = sc.ok(ix.docs[d])
 	}
 	score := make([]float64, n)
-	mask := make([]uint32, n)
-	tfw := make([]float32, n)
-	var want uint32
-	var textOnly []QueryTerm
+	terms := make([]uint32, n)
+	best := make([]float32, n)
+	tf := make([]float32, n)
 	avg := float64(ix.totalLen) / float64(n)
-	const k1, b = 1.2, 0.75
-	looked := 0
-	for qi, q := range terms {
-		ids, ws := ix.expand(q)
-		if len(ids) == 0 {
-			if q.Indexable {
-				return nil // a term nothing holds: no document has them all
-			}
-			textOnly = append(textOnly, q)
-			continue
-		}
-		looked++
-		bit := uint32(1) << qi
-		want |= bit
-		var touched []int32
-		for k, tid := range ids {
-			w := ws[k]
-			ix.dict.post.each(&ix.dict.terms[tid], func(d int32, tf uint32) {
-				if tfw[d] == 0 {
-					touched = append(touched, d)
+	touched := make([]int32, 0, 1024)
+	for qi, t := range q.Terms {
+		touched = touched[:0]
+		exps[qi] = ix.expand(t)
+		for _, x := range exps[qi] {
+			ix.dict.post.each(&ix.dict.terms[x.id], func(d int32, c uint32) {
+				if !ok[d] {
+					return
 				}
-				tfw[d] += w * float32(tf)
+				u := ix.docs[d].unit
+				switch {
+				case best[u] == 0:
+					touched = append(touched, u)
+					best[u], tf[u] = x.level, float32(c)
+				case x.level > best[u]:
+					best[u], tf[u] = x.level, float32(c)
+				case x.level == best[u]:
+					tf[u] += float32(c)
+				}
 			})
 		}
+		if len(touched) == 0 {
+			continue
+		}
 		df := float64(len(touched))
-		idf := math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
-		for _, d := range touched {
-			t := float64(tfw[d])
-			score[d] += idf * t * (k1 + 1) / (t + k1*(1-b+b*float64(ix.docs[d].length)/avg))
-			mask[d] |= bit
-			tfw[d] = 0
+		weights[qi] = t.Weight * math.Log(1+(float64(n)-df+0.5)/(df+0.5))
+		for _, u := range touched {
+			c := float64(tf[u])
+			sat := c / (c + bm25K1*(1-bm25B+bm25B*float64(ix.docs[u].ulen)/avg))
+			score[u] += weights[qi] * float64(best[u]) * (1 - tfShare + tfShare*sat)
+			terms[u] |= 1 << qi
+			best[u], tf[u] = 0, 0
 		}
 	}
-	var out []hit
-	for d := range ix.docs {
-		if mask[d] != want || !sc.ok(ix.docs[d]) {
+	r := searchResult{weights: weights, exps: exps}
+	k = max(k, 1)
+	heap := make([]hit, 0, min(k, 1024))
+	for u := range ix.docs {
+		if terms[u] == 0 {
 			continue
 		}
-		if looked == 0 && len(textOnly) == 0 {
-			continue
+		r.total++
+		r.found |= terms[u]
+		h := hit{id: int32(u), score: score[u] * ix.prior(int32(u)), terms: terms[u], order: ix.docs[u].entry}
+		if m := ix.docs[u].mate; m >= 0 && ix.docs[m].entry > h.order {
+			h.order = ix.docs[m].entry
 		}
-		ok := true
-		for _, q := range textOnly {
-			if !verify(ix.docs[d], q) {
-				ok = false
-				break
+		switch {
+		case len(heap) < k:
+			heap = append(heap, h)
+			if len(heap) == k {
+				heapify(heap)
 			}
-		}
-		if ok {
-			out = append(out, hit{doc: ix.docs[d], score: score[d]})
+		case better(h, heap[0]):
+			heap[0] = h
+			siftDown(heap, 0)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	sortHits(heap)
+	r.hits = heap
+	return r
+}
+
+// better reports whether hit a ranks before hit b: a higher score, or
+// on a tie a newer entry.
+func better(a, b hit) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.order > b.order
+}
+
+// topHits moves the best k hits, in order, to the front of hs (the order
+// of the rest is unspecified) and returns hs.
+func topHits(hs []hit, k int) []hit {
+	k = min(k, len(hs))
+	if k == 0 {
+		return hs
+	}
+	heapify(hs[:k])
+	for i := k; i < len(hs); i++ {
+		if better(hs[i], hs[0]) {
+			hs[0], hs[i] = hs[i], hs[0]
+			siftDown(hs[:k], 0)
 		}
-		return out[i].doc.entry > out[j].doc.entry
+	}
+	sortHits(hs[:k])
+	return hs
+}
+
+// heapify makes hs a heap with the worst hit first.
+func heapify(hs []hit) {
+	for i := len(hs)/2 - 1; i >= 0; i-- {
+		siftDown(hs, i)
+	}
+}
+
+func siftDown(hs []hit, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(hs) {
+			return
+		}
+		if c+1 < len(hs) && better(hs[c], hs[c+1]) {
+			c++
+		}
+		if !better(hs[i], hs[c]) {
+			return
+		}
+		hs[i], hs[c] = hs[c], hs[i]
+		i = c
+	}
+}
+
+// Priors of a unit by what it is: tool output holds the facts a model
+// comes back for; the model's own text and the user's questions mostly
+// restate them, and rank after output that holds the same words.
+const (
+	priorOutput    = 1.0
+	priorAssistant = 0.85
+	priorUser      = 0.75
+)
+
+// prior is the prior of unit u (see the prior constants).
+func (ix *Index) prior(u int32) float64 {
+	d := ix.docs[u]
+	switch {
+	case d.mate >= 0:
+		return priorOutput
+	case d.role == roleUser:
+		return priorUser
+	case d.role == roleAssistant:
+		return priorAssistant
+	}
+	return priorOutput
+}
+
+// sortHits orders hits best first, ties newest first.
+func sortHits(hs []hit) {
+	slices.SortFunc(hs, func(a, b hit) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
+		}
+		return 0
 	})
-	return out
 }

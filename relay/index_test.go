@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // oracle is a search done the slow way: every document's terms counted in
@@ -38,9 +39,16 @@ func newOracle(raws [][]byte) *oracle {
 }
 
 // candidate: the dictionary terms expand looks at for q (the exact word,
-// the word and its stem as prefixes, a long token's indexed start).
+// the word and its stem as prefixes, a long token's indexed start; CJK
+// terms only exactly).
 func candidate(q QueryTerm, t string) bool {
-	if t == q.Text || len(q.Text) >= 3 && strings.HasPrefix(t, q.Text) || q.Stem != "" && strings.HasPrefix(t, q.Stem) {
+	if t == q.Text {
+		return true
+	}
+	if q.CJK {
+		return false
+	}
+	if len(q.Text) >= 3 && strings.HasPrefix(t, q.Text) || q.Stem != "" && strings.HasPrefix(t, q.Stem) {
 		return true
 	}
 	if !q.Indexable {
@@ -51,9 +59,11 @@ func candidate(q QueryTerm, t string) bool {
 	return false
 }
 
-// search returns doc -> score for the documents that hold every term
-// (terms the index leaves out count as held, as verify says).
-func (o *oracle) search(terms []QueryTerm) map[int]float64 {
+// search returns doc -> score for the documents that hold any term: per
+// term, its weight (rarity) times the level of the document's best match
+// times 0.6 to 1 by BM25's saturation of that match's count; a term no
+// document holds as a word, prefix or stem is looked for inside words.
+func (o *oracle) search(q Query) map[int]float64 {
 	docs := 0
 	total := 0
 	for i := range o.docs {
@@ -63,63 +73,56 @@ func (o *oracle) search(terms []QueryTerm) map[int]float64 {
 		}
 	}
 	out := map[int]float64{}
-	if docs == 0 || len(terms) == 0 {
+	if docs == 0 || len(q.Terms) == 0 {
 		return out
 	}
 	avg := float64(total) / float64(docs)
-	score := map[int]float64{}
-	count := map[int]int{}
-	looked, textOnly := 0, 0
-	for _, q := range terms {
-		tfw := map[int]float32{}
-		for i, tf := range o.docs {
+	for _, qt := range q.Terms {
+		level := func(t string) float32 {
+			if w := qt.matches([]byte(t)); w > 0 && candidate(qt, t) {
+				return w
+			}
+			return 0
+		}
+		any := false
+		for t := range o.terms {
+			any = any || level(t) > 0
+		}
+		if !any && !qt.CJK && utf8.RuneCountInString(qt.Text) >= 3 {
+			level = func(t string) float32 {
+				if strings.Contains(t, qt.Text) {
+					return levelFragment
+				}
+				return 0
+			}
+		}
+		best, tf := map[int]float32{}, map[int]float32{}
+		for i, terms := range o.docs {
 			if o.lens[i] == 0 {
 				continue
 			}
-			keys := make([]string, 0, len(tf))
-			for t := range tf {
+			keys := make([]string, 0, len(terms))
+			for t := range terms {
 				keys = append(keys, t)
 			}
 			sort.Strings(keys)
 			for _, t := range keys {
-				if w := q.matches([]byte(t)); w > 0 && candidate(q, t) {
-					tfw[i] += w * float32(tf[t])
+				w := level(t)
+				switch {
+				case w == 0:
+				case w > best[i]:
+					best[i], tf[i] = w, float32(terms[t])
+				case w == best[i]:
+					tf[i] += float32(terms[t])
 				}
 			}
 		}
-		any := false
-		for t := range o.terms {
-			if q.matches([]byte(t)) > 0 && candidate(q, t) {
-				any = true
-			}
-		}
-		if !any {
-			if q.Indexable {
-				return out
-			}
-			textOnly++ // verify (here: always true) decides
-			continue
-		}
-		looked++
-		df := float64(len(tfw))
-		idf := math.Log(1 + (float64(docs)-df+0.5)/(df+0.5))
-		const k1, b = 1.2, 0.75
-		for d, w := range tfw {
-			t := float64(w)
-			score[d] += idf * t * (k1 + 1) / (t + k1*(1-b+b*float64(o.lens[d])/avg))
-			count[d]++
-		}
-	}
-	if looked == 0 && textOnly > 0 {
-		for i := range o.docs {
-			if o.lens[i] > 0 {
-				out[i] = 0
-			}
-		}
-	}
-	for d, n := range count {
-		if n == looked && looked > 0 {
-			out[d] = score[d]
+		df := float64(len(best))
+		weight := qt.Weight * math.Log(1+(float64(docs)-df+0.5)/(df+0.5))
+		for d, w := range best {
+			c := float64(tf[d])
+			sat := c / (c + bm25K1*(1-bm25B+bm25B*float64(o.lens[d])/avg))
+			out[d] += weight * float64(w) * (1 - tfShare + tfShare*sat)
 		}
 	}
 	return out
@@ -131,7 +134,7 @@ func (o *oracle) search(terms []QueryTerm) map[int]float64 {
 func randomDocs(r *rand.Rand, n int) [][]byte {
 	vocab := []string{"ember", "cache", "emberCache", "ember_cache", "HTTPServer", "utf8Len", "export", "exported", "exporting", "function",
 		"quokka", "habitat", "migration", "migrations", "shard", "17", "123456", "1234567", "deadbeef1234abcd", "src/relay/note.go", "straße",
-		"Über", "naïve", "日本語", strings.Repeat("long", 15), "a", "io", "x1", "tab\\there", "line\\nbreak", "\\u00e9t\\u00e9", "go", "gopher"}
+		"Über", "naïve", "日本語", "ｼｽﾃﾑ", "ＡＢＣ１２３", "e\u0301te\u0301", "\u001b[31merror\u001b[0m", strings.Repeat("long", 15), "a", "io", "x1", "tab\\there", "line\\nbreak", "\\u00e9t\\u00e9", "go", "gopher"}
 	var out [][]byte
 	for i := 0; i < n; i++ {
 		var words []string
@@ -158,7 +161,7 @@ func TestIndexAgainstOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	queries := []string{"ember", "ember cache", "embercache", "export functi", "exporting", "migrat quok", "shard 17", "123456", "1234567",
 		"deadbeef1234abcd", "deadbeef", "note.go relay", "STRASSE straße", "über", "日本語", "long", strings.Repeat("long", 15), "http server",
-		"utf8", "len", "tab", "break", "été", "image", "go", "gop", "xyz", "a io"}
+		"utf8", "len", "tab", "break", "été", "ete", "image", "go", "gop", "xyz", "a io", "mber", "igrat", "日本", "本語 日", "ＥＭＢＥＲ", "how many shards", "deadbeef1234"}
 	for round := 0; round < 20; round++ {
 		raws := randomDocs(r, 5+r.IntN(200))
 		ix := NewIndex()
@@ -168,12 +171,12 @@ func TestIndexAgainstOracle(t *testing.T) {
 		o := newOracle(raws)
 		sc := &scope{ok: func(doc) bool { return true }}
 		for _, q := range queries {
-			terms := ParseQuery(q)
-			want := o.search(terms)
-			hits := ix.search(terms, sc, func(d doc, q QueryTerm) bool { return true })
+			want := o.search(ParseQuery(q))
+			hits, _, _ := ix.search(ParseQuery(q), sc)
+			hits = topHits(hits, len(hits))
 			got := map[int]float64{}
 			for k, h := range hits {
-				got[int(h.doc.entry)] = h.score
+				got[int(ix.docs[h.id].entry)] = h.score
 				if k > 0 && hits[k-1].score < h.score {
 					t.Errorf("round %d, %q: hit %d scores %v after %v", round, q, k, h.score, hits[k-1].score)
 				}
@@ -204,12 +207,13 @@ func TestIndexIncrementalSame(t *testing.T) {
 	for i, raw := range raws {
 		parts.add(int32(i), -1, raw)
 		if i%37 == 0 {
-			parts.search(ParseQuery("ember"), sc, nil) // sorts the terms seen so far
+			parts.search(ParseQuery("ember"), sc) // sorts the terms seen so far
 		}
 	}
 	for _, q := range []string{"ember", "cache export", "mig", "straße", "123456"} {
-		a := whole.search(ParseQuery(q), sc, func(doc, QueryTerm) bool { return true })
-		b := parts.search(ParseQuery(q), sc, func(doc, QueryTerm) bool { return true })
+		a, _, _ := whole.search(ParseQuery(q), sc)
+		b, _, _ := parts.search(ParseQuery(q), sc)
+		a, b = topHits(a, len(a)), topHits(b, len(b))
 		if fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Errorf("%q: built at once %v, in parts %v", q, a, b)
 		}

@@ -1,10 +1,10 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,7 +17,7 @@ import (
 const (
 	SearchCap    = 8000  // a search's whole answer
 	ChunkChars   = 12000 // one chunk of an entry's text
-	snippetChars = 200   // on each side of the match
+	snippetChars = 200   // on each side of the match (a snippet has about twice as many)
 	DefaultLimit = 8
 	MaxLimit     = 30
 )
@@ -90,7 +90,12 @@ type PayloadHit struct {
 // scope says which documents of the source a search may return: for the
 // current session, what left the context on its branch; for an ancestor,
 // its whole branch.
-func (s Source) scope() *scope { return branchScope(s.File, s.Branch, !s.Current) }
+func (s Source) scope() *scope {
+	if s.Index == nil {
+		return branchScope(s.File, s.Branch, !s.Current)
+	}
+	return s.Index.scopeOf(s.File, s.Branch, !s.Current)
+}
 
 // item is one rendered search result.
 type item struct {
@@ -99,36 +104,182 @@ type item struct {
 	text  string
 }
 
-// searchSource finds the query's matches in one source and renders the
-// first limit (the rest are counted).
-func searchSource(s Source, terms []QueryTerm, limit int) []item {
+// ranked is a hit being shown: its document, and what was read of its
+// text to place it.
+type ranked struct {
+	hit
+	doc    doc
+	place  place // where the query shows best, once read (placed)
+	placed bool
+	text   []byte // what was read of the unit's text
+	call   int    // the length of its call's part, for a tool call with its result
+}
+
+// searchSource finds the query's matches in one source, reranks the best
+// by where the words stand in them, and renders the first limit (the
+// rest are counted). It also reports which query terms some unit holds
+// (bit i for term i).
+func searchSource(s Source, q Query, limit int) ([]item, uint32) {
 	sc := s.scope()
-	verify := func(d doc, q QueryTerm) bool { return docHas(s.File, d, q) }
-	hits := s.Index.search(terms, sc, verify)
-	out := make([]item, 0, len(hits))
-	for i, h := range hits {
-		e, id := hitEntry(s.File, h.doc)
-		it := item{score: h.score, order: int(h.doc.entry)}
+	n := max(3*limit, rerankMin)
+	res := s.Index.searchTop(q, sc, n)
+	hits, weights, exps := res.hits, res.weights, res.exps
+	top := make([]ranked, len(hits))
+	for i := range top {
+		top[i] = ranked{hit: hits[i], doc: s.Index.docs[hits[i].id]}
+	}
+	m := newMatcher(s.Index, q, weights, exps)
+	rerank(s.File, s.Index, m, top, max(limit, 1))
+	out := make([]item, 0, res.total)
+	for i := range top {
+		it := item{score: top[i].score, order: int(top[i].order)}
 		if i < limit {
-			var b strings.Builder
-			fmt.Fprintf(&b, "entryId %s · %s · %s", id, kindOf(s.File, h.doc), minute(e.Timestamp))
-			if !s.Current {
-				fmt.Fprintf(&b, " · session %s", s.Session)
-			}
-			b.WriteString("\n    ")
-			b.WriteString(snippet(s.File, h.doc, terms))
-			it.text = b.String()
+			it.text = renderHit(s, m, top[i])
 		}
 		out = append(out, it)
 	}
-	return out
+	for range res.total - len(top) {
+		out = append(out, item{}) // counted, not shown
+	}
+	return out, res.found
+}
+
+// rerank reads the text of the hits again (within rerankBudget bytes),
+// adds to each hit's score what its best place is worth, and orders them
+// again. A hit whose score could not reach the first limit whatever its
+// place (its score plus the most a place adds for the terms it holds) is
+// not read: the hits are read in the order of that bound, until it falls
+// below the limit-th score.
+func rerank(f *session.File, ix *Index, m *matcher, top []ranked, limit int) {
+	bound := make([]float64, len(top))
+	order := make([]int, len(top))
+	for i := range top {
+		held := 0.0
+		for t, w := range m.weights {
+			if top[i].terms&(1<<t) != 0 {
+				held += w
+			}
+		}
+		bound[i] = top[i].score + windowShare*maxPlace*held
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case bound[a] > bound[b]:
+			return -1
+		case bound[a] < bound[b]:
+			return 1
+		}
+		return 0
+	})
+	budget := rerankBudget
+	var best []float64 // the best limit scores so far, highest first
+	for _, i := range order {
+		if budget <= 0 || len(best) >= limit && bound[i] <= best[limit-1] {
+			break
+		}
+		r := &top[i]
+		if bits.OnesCount32(r.terms) < 2 {
+			// One term: no place of it is worth more than another.
+			continue
+		}
+		r.text, r.call = unitText(f, ix, r.doc, min(rerankScan, budget))
+		budget -= len(r.text)
+		if p, ok := m.best(r.text); ok {
+			r.place, r.placed = p, true
+			r.score += windowShare * p.score
+		}
+		k, _ := slices.BinarySearchFunc(best, r.score, func(a, b float64) int {
+			switch {
+			case a > b:
+				return -1
+			case a < b:
+				return 1
+			}
+			return 0
+		})
+		best = slices.Insert(best, k, r.score)
+		if len(best) > limit {
+			best = best[:limit]
+		}
+	}
+	slices.SortStableFunc(top, func(a, b ranked) int {
+		switch {
+		case better(a.hit, b.hit):
+			return -1
+		case better(b.hit, a.hit):
+			return 1
+		}
+		return 0
+	})
+}
+
+// renderHit is one result: the entry id (a tool call's and its result's),
+// kind and time, and its snippet.
+func renderHit(s Source, m *matcher, r ranked) string {
+	f := s.File
+	var b strings.Builder
+	e, id := hitEntry(f, r.doc)
+	if r.doc.mate >= 0 && r.doc.part >= 0 {
+		mate := s.Index.docs[r.doc.mate]
+		me, mid := hitEntry(f, mate)
+		fmt.Fprintf(&b, "entryId %s + %s · %s with its call · %s", id, mid, kindOf(f, mate), minute(me.Timestamp))
+	} else {
+		fmt.Fprintf(&b, "entryId %s · %s · %s", id, kindOf(f, r.doc), minute(e.Timestamp))
+	}
+	if !s.Current {
+		fmt.Fprintf(&b, " · session %s", s.Session)
+	}
+	b.WriteString("\n    ")
+	b.WriteString(snippet(f, s.Index, m, r))
+	return b.String()
+}
+
+// snippet shows why a unit matched: the lines where the query stands
+// best (see matcher.best), whole, in about 2*snippetChars characters;
+// for a tool call with its result, the call in one line, then the
+// result's lines, or the call's place and the start of the result.
+func snippet(f *session.File, ix *Index, m *matcher, r ranked) string {
+	switch {
+	case r.text == nil:
+		r.text, r.call = unitText(f, ix, r.doc, snippetScan)
+		r.place, _ = m.bestOf(r.text, bits.OnesCount32(r.terms) == 1)
+	case len(r.text) >= rerankScan:
+		// Read in part: the query as typed, or a better place, may come
+		// later; the text is tokenized again only when the place found
+		// is not the best one its terms could have.
+		text, call := unitText(f, ix, r.doc, snippetScan)
+		if p, ok := m.typedPlace(text); ok {
+			r.place = p
+		} else if !r.placed || call != r.call || !m.perfect(r.place, r.terms) {
+			r.place, _ = m.best(text)
+		}
+		r.text, r.call = text, call
+	case !r.placed:
+		r.place, _ = m.best(r.text)
+	}
+	buf, p := r.text, r.place
+	if r.call == 0 {
+		return lineSnippet(buf, p.at, p.end)
+	}
+	call, result := buf[:r.call], buf[r.call+1:]
+	if p.at > r.call {
+		return clip.To(oneLine(strings.ReplaceAll(string(call), "\n", " ")), 160) + " → " + lineSnippet(result, p.at-r.call-1, p.end-r.call-1)
+	}
+	head := result[:fwdRunes(result, 0, 160)]
+	tail := ""
+	if len(head) < len(result) {
+		tail = "…"
+	}
+	return lineSnippet(call, p.at, min(p.end, r.call)) + " → " + oneLine(strings.ReplaceAll(string(head), "\n", " ⏎ ")) + tail
 }
 
 // render writes a search's answer: the items of the current session come
-// before those of ancestors (their order in items), best first within each.
-func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit, missing func() []string) string {
+// before those of ancestors (their order in items), best first within
+// each. found has bit i set when some entry holds query term i.
+func render(a RecallArgs, q Query, items []item, payloads []PayloadHit, found uint32) string {
 	echo := clip.Echo(a.Query)
-	if len(terms) == 0 {
+	if len(q.Terms) == 0 {
 		return fmt.Sprintf("recall: the query %q has no words to search for; give words from what you remember (any order, prefixes work), or an entryId", echo)
 	}
 	var b strings.Builder
@@ -136,14 +287,13 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	if a.Lineage {
 		where += " and ancestor sessions"
 	}
+	matched, missing, ignored := queryWords(q, found)
 	if len(items) == 0 && len(payloads) == 0 {
 		fmt.Fprintf(&b, "recall %q: nothing matches among the %s.", echo, where)
-		if missing != nil {
-			if m := missing(); len(m) > 0 {
-				fmt.Fprintf(&b, " No entry holds %s.", strings.Join(m, ", "))
-			}
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, " No entry holds %s.", strings.Join(missing, ", "))
 		}
-		b.WriteString(" Try fewer or other words, or a prefix.")
+		b.WriteString(" Try other words, a prefix or part of a name.")
 		return b.String()
 	}
 	fmt.Fprintf(&b, "recall %q: %s (%s)", echo, plural(len(items), "entry matches", "entries match"), where)
@@ -151,6 +301,16 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 		fmt.Fprintf(&b, ", and %s of offloaded tool results", plural(len(payloads), "line", "lines"))
 	}
 	b.WriteString(".\n")
+	if len(matched) > 0 {
+		fmt.Fprintf(&b, "matched: %s", strings.Join(matched, ", "))
+		if len(missing) > 0 {
+			fmt.Fprintf(&b, "; not found: %s", strings.Join(missing, ", "))
+		}
+		if len(ignored) > 0 {
+			fmt.Fprintf(&b, "; not searched (common words): %s", strings.Join(ignored, ", "))
+		}
+		b.WriteString(".\n")
+	}
 	shown := 0
 	for i, it := range items {
 		if i >= a.Limit || it.text == "" {
@@ -188,6 +348,32 @@ func render(a RecallArgs, terms []QueryTerm, items []item, payloads []PayloadHit
 	return clip.To(b.String(), SearchCap)
 }
 
+// queryWords sorts the query's words, quoted for the answer: those some
+// entry holds (one of their terms), those none holds, and the stop words
+// left out.
+func queryWords(q Query, found uint32) (matched, missing, ignored []string) {
+	for _, w := range q.Words {
+		name := strconv.Quote(clip.Echo(w.Text))
+		if w.Stop {
+			ignored = append(ignored, name)
+			continue
+		}
+		if len(w.Terms) == 0 {
+			continue
+		}
+		hit := false
+		for _, t := range w.Terms {
+			hit = hit || found&(1<<t) != 0
+		}
+		if hit {
+			matched = append(matched, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	return matched, missing, ignored
+}
+
 // payloadBefore and payloadAfter are the bytes a hint's range read takes
 // before and from a matching line of an offloaded result.
 const (
@@ -203,20 +389,6 @@ func size(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
-}
-
-// missingTerms reports, by position in terms, the query words no
-// document of the index holds (words the index leaves out are never
-// missing: they are checked against the text).
-func missingTerms(terms []QueryTerm, ix *Index) []bool {
-	ix.sortTerms()
-	out := make([]bool, len(terms))
-	for i, q := range terms {
-		if ids, _ := ix.expand(q); q.Indexable && len(ids) == 0 {
-			out[i] = true
-		}
-	}
-	return out
 }
 
 // plural is "1 <one>" or "<n> <many>".
@@ -267,12 +439,6 @@ func entryKind(e *session.Entry) string {
 	return e.Type
 }
 
-// docRaw is the JSON of a document's text.
-func docRaw(f *session.File, d doc) []byte {
-	raw, _ := docText(f, f.Entries[d.entry])
-	return raw
-}
-
 // text returns the document's text, pieces joined by newlines; with
 // stop > 0, only its first stop bytes (the last character may be cut).
 func text(raw []byte, stop int) []byte {
@@ -288,149 +454,6 @@ func text(raw []byte, stop int) []byte {
 		return stop <= 0 || len(out) < stop
 	})
 	return out
-}
-
-// docHas checks a query term the index leaves out against the text.
-func docHas(f *session.File, d doc, q QueryTerm) bool {
-	found := false
-	walkText(docRaw(f, d), func(t []byte) bool {
-		if bytes.Contains(bytes.ToLower(t), []byte(q.Text)) {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
-// snippetScan bounds the text of an entry a snippet looks at to choose
-// its place.
-const snippetScan = 64 << 10
-
-// snippet is the text around the place of the entry that best shows why it
-// matched: the first match of the query term the entry holds least often
-// (the rarest, so "line 400" finds the line with 400, not the first
-// "line"), ties to the longer term; about snippetChars on each side,
-// whitespace collapsed. The place is chosen in the first snippetScan bytes
-// of the text; past them, the first match of the longest term is shown.
-func snippet(f *session.File, d doc, terms []QueryTerm) string {
-	raw := docRaw(f, d)
-	// The scanned part with the context after it, and one byte more: a
-	// snippet that does not reach the end of buf does not reach the end of
-	// the text.
-	buf := text(raw, snippetScan+4*snippetChars+1)
-	scan := buf[:min(len(buf), snippetScan)]
-	count := make([]int, len(terms))
-	first := make([][2]int, len(terms))
-	for k, q := range terms {
-		if q.Indexable {
-			continue
-		}
-		low := bytes.ToLower(scan)
-		if at := bytes.Index(low, []byte(q.Text)); at >= 0 {
-			count[k] = bytes.Count(low, []byte(q.Text))
-			first[k] = [2]int{at, at + len(q.Text)}
-		}
-	}
-	var low []byte
-	words(scan, func(w []byte, at int) bool {
-		for k, q := range terms {
-			if q.Indexable && wordMatches(w, q, &low) {
-				if count[k] == 0 {
-					first[k] = [2]int{at, at + len(w)}
-				}
-				count[k]++
-			}
-		}
-		return true
-	})
-	best := -1
-	for k := range terms {
-		if count[k] > 0 && (best < 0 || count[k] < count[best] || count[k] == count[best] && len(terms[k].Text) > len(terms[best].Text)) {
-			best = k
-		}
-	}
-	var at, end int
-	if best >= 0 {
-		at, end = first[best][0], first[best][1]
-	} else {
-		at, end = matchPlace(raw, terms)
-		buf = text(raw, end+4*snippetChars+1)
-		at, end = min(at, len(buf)), min(end, len(buf))
-	}
-	lo := backRunes(buf, at, snippetChars)
-	hi := fwdRunes(buf, end, snippetChars)
-	s := oneLine(string(buf[lo:hi]))
-	if lo > 0 {
-		s = "…" + s
-	}
-	if hi < len(buf) {
-		s += "…"
-	}
-	return s
-}
-
-// wordMatches reports whether word w, or one of its parts, answers q.
-func wordMatches(w []byte, q QueryTerm, low *[]byte) bool {
-	found := false
-	emitWord(w, low, false, func(t []byte) {
-		if !found && q.matches(t) > 0 {
-			found = true
-		}
-	})
-	if !found {
-		*low = lowerInto((*low)[:0], w)
-		found = q.matches(*low) > 0
-	}
-	return found
-}
-
-// matchPlace is the byte range, in the text of raw (pieces joined by
-// newlines), of the first place a query term matches: the longest term
-// first; 0, 0 when none does.
-func matchPlace(raw []byte, terms []QueryTerm) (int, int) {
-	order := append([]QueryTerm(nil), terms...)
-	sort.SliceStable(order, func(i, j int) bool { return len(order[i].Text) > len(order[j].Text) })
-	var buf []byte
-	at, end := -1, -1
-	walkText(raw, func(t []byte) bool {
-		base := len(buf)
-		if base > 0 {
-			buf = append(buf, '\n')
-			base++
-		}
-		buf = append(buf, t...)
-		at, end = findTerm(buf, base, order)
-		return at < 0
-	})
-	if at < 0 {
-		return 0, 0
-	}
-	return at, end
-}
-
-// findTerm finds in buf[from:] the first word matching one of the terms
-// (tried in order) and returns its byte range, or -1.
-func findTerm(buf []byte, from int, order []QueryTerm) (int, int) {
-	var low []byte
-	for _, q := range order {
-		at, end := -1, -1
-		if !q.Indexable {
-			if i := bytes.Index(bytes.ToLower(buf[from:]), []byte(q.Text)); i >= 0 {
-				return from + i, from + i + len(q.Text)
-			}
-			continue
-		}
-		words(buf[from:], func(w []byte, i int) bool {
-			if wordMatches(w, q, &low) {
-				at, end = from+i, from+i+len(w)
-			}
-			return at < 0
-		})
-		if at >= 0 {
-			return at, end
-		}
-	}
-	return -1, -1
 }
 
 func backRunes(b []byte, i, n int) int {

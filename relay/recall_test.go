@@ -194,10 +194,27 @@ func TestRecallTolerant(t *testing.T) {
 func TestRecallNeverReturnsHidden(t *testing.T) {
 	s := buildRecallSession(t)
 	e := New(Options{AgentDir: t.TempDir()})
-	for _, q := range []string{"platypus", "secret word", "tabs", "never use", "banana", "split", "last question", "after the relay"} {
+	// Words in nothing else find nothing; words also in other entries find
+	// those, never the hidden ones.
+	for _, q := range []string{"platypus", "tabs", "banana", "split"} {
 		got := recallText(t, e, s.path, map[string]any{"query": q})
 		if strings.Contains(got, "entryId") {
 			t.Errorf("recall(%q) returned omitted, replaced, abandoned or in-context text:\n%s", q, got)
+		}
+	}
+	hidden := []string{s.tabs, s.banana, s.last}
+	for _, q := range []string{"platypus secret word", "never use tabs", "banana split with ember", "last question about the ember cache", "after the relay"} {
+		got := recallText(t, e, s.path, map[string]any{"query": q, "limit": 30})
+		for _, id := range hidden {
+			if strings.Contains(got, "entryId "+id) {
+				t.Errorf("recall(%q) returned hidden entry %s:\n%s", q, id, got)
+			}
+		}
+		_, results, _ := strings.Cut(got, "\n\n") // after the query's echo and the words it matched
+		for _, text := range []string{"platypus", "Never use tabs", "banana split", "last question", "after the relay"} {
+			if strings.Contains(results, text) {
+				t.Errorf("recall(%q) returned hidden text %q:\n%s", q, text, got)
+			}
 		}
 	}
 	for id, want := range map[string]string{
@@ -399,12 +416,12 @@ func TestNoteNumbering(t *testing.T) {
 
 func TestScanPayload(t *testing.T) {
 	data := []byte("ok line\nEMBER cache miss on shard 3\nembercache ok\nthe Ember_Cache missed again\r\nlast\n")
-	got := ScanPayload(data, ParseQuery("ember-cache miss"), 5)
+	got := ScanPayload(data, ParseQuery("ember-cache miss").Terms, 5)
 	want := []PayloadHit{{Line: 2, Offset: 8, Text: "EMBER cache miss on shard 3"}, {Line: 4, Offset: 50, Text: "the Ember_Cache missed again"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("ScanPayload mismatch (-want +got):\n%s", d)
 	}
-	if got := ScanPayload(data, ParseQuery("ember miss"), 1); len(got) != 1 {
+	if got := ScanPayload(data, ParseQuery("ember miss").Terms, 1); len(got) != 1 {
 		t.Errorf("ScanPayload with max 1 gave %d hits", len(got))
 	}
 	if got := ScanPayload(data, nil, 5); got != nil {
@@ -592,5 +609,149 @@ func TestRecallNoteFiles(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("recall note:%d still blocked after 20s", n)
 		}
+	}
+}
+
+// continues appends the custom entry a relaunched pi's session holds for
+// the session it continues (pi-session's /handoff relaunch).
+func (b *builder) continues(sessionFile string) {
+	b.add("-", "custom", map[string]any{"customType": ContinuesType, "data": map[string]any{"sessionFile": sessionFile, "handoff": "/work/.ai-work/handoff.md"}})
+}
+
+// TestRecallLineageRelaunch: after a /handoff relaunch, scope "lineage"
+// in the new session reaches the session before the relaunch (named by a
+// pi-session:continues entry on the branch), and from there that one's
+// own parentSession and continues entries; each session once, a missing
+// file skipped, at most maxLineage ancestors. Without the scope, the
+// answer says the lineage is there.
+func TestRecallLineageRelaunch(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name+".jsonl") }
+	header := func(b *builder, id, parent string) {
+		b.lines[0] = `{"type":"session","version":3,"id":"` + id + `","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work"`
+		if parent != "" {
+			b.lines[0] += `,"parentSession":"` + parent + `"`
+		}
+		b.lines[0] += "}"
+	}
+	// fork -> before (its parentSession) -> after (relaunched: continues before).
+	fork := newBuilder(t)
+	header(fork, "f0000000-0000-7000-8000-000000000000", "")
+	fork.n = 300
+	inFork := fork.user("rotor_417 was tuned in the forked session")
+	fork.write(file("fork"))
+	before := newBuilder(t)
+	header(before, "b0000000-0000-7000-8000-000000000000", file("fork"))
+	before.n = 200
+	inBefore := before.tool("bash", "quokka habitat migration failed at shard 17")
+	before.user("/handoff")
+	before.write(file("before"))
+	after := newBuilder(t)
+	header(after, "a0000000-0000-7000-8000-000000000000", "")
+	after.continues(file("before"))
+	after.continues(file("gone")) // deleted since: skipped
+	after.user("go on from the handoff")
+	path := file("after")
+	after.write(path)
+	e := New(Options{AgentDir: t.TempDir()})
+
+	got := recallText(t, e, path, map[string]any{"query": "quokka migration"})
+	if strings.Contains(got, "entryId") || !strings.Contains(got, `scope: "lineage"`) {
+		t.Errorf("recall without lineage searched the session before the relaunch, or did not say it is there:\n%s", got)
+	}
+	got = recallText(t, e, path, map[string]any{"query": "quokka migration", "scope": "lineage"})
+	if firstHit(got) != inBefore || !strings.Contains(got, "session b0000000-0000-7000-8000-000000000000") {
+		t.Errorf("recall with lineage did not reach the session before the relaunch:\n%s", got)
+	}
+	if got := recallText(t, e, path, map[string]any{"query": "rotor_417", "scope": "lineage"}); firstHit(got) != inFork {
+		t.Errorf("recall with lineage did not reach the parent of the session before the relaunch:\n%s", got)
+	}
+	if got := recallText(t, e, path, map[string]any{"entryId": inBefore, "scope": "lineage"}); !strings.Contains(got, "quokka habitat migration failed") {
+		t.Errorf("recall({entryId, scope: lineage}) of the session before the relaunch = %q", got)
+	}
+
+	// A cycle: the fork continues the relaunched session.
+	fork.continues(path)
+	fork.write(file("fork"))
+	got = recallText(t, e, path, map[string]any{"query": "quokka rotor_417", "scope": "lineage", "limit": 30})
+	if strings.Count(got, "entryId "+inBefore) != 1 || strings.Count(got, "entryId "+inFork) != 1 {
+		t.Errorf("with a cycle of continues entries:\n%s", got)
+	}
+
+	// A long chain: at most maxLineage ancestors are read.
+	prev := ""
+	var ids []string
+	for i := 0; i < maxLineage+4; i++ {
+		b := newBuilder(t)
+		header(b, fmt.Sprintf("c%07d-0000-7000-8000-000000000000", i), "")
+		b.n = 1000 * (i + 1)
+		if prev != "" {
+			b.continues(prev)
+		}
+		ids = append(ids, b.user(fmt.Sprintf("chain link %d of the kalomi chain", i)))
+		prev = file(fmt.Sprintf("chain%d", i))
+		b.write(prev)
+	}
+	got = recallText(t, e, prev, map[string]any{"query": "kalomi chain", "scope": "lineage", "limit": 30})
+	if n := strings.Count(got, "chain link"); n != maxLineage {
+		t.Errorf("a chain of %d sessions: %d ancestors searched, want %d:\n%s", len(ids), n, maxLineage, got)
+	}
+}
+
+// TestAncestors: the header's parentSession first, then the continues
+// entries of the branch, latest first, each once; relative and empty
+// names are left out, and so are entries off the branch.
+func TestAncestors(t *testing.T) {
+	b := newBuilder(t)
+	b.lines[0] = `{"type":"session","version":3,"id":"x","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work","parentSession":"/s/parent.jsonl"}`
+	b.continues("/s/first.jsonl")
+	fork := b.last
+	b.continues("relative.jsonl")
+	b.continues("")
+	b.continues("/s/second.jsonl")
+	b.continues("/s/first.jsonl")
+	b.add(fork, "custom", map[string]any{"customType": ContinuesType, "data": map[string]any{"sessionFile": "/s/off-branch.jsonl"}})
+	b.add(b.last, "custom", map[string]any{"customType": "other", "data": map[string]any{"sessionFile": "/s/other.jsonl"}})
+	_, f, _ := b.open()
+	branch, err := f.Branch("e0000005")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/s/parent.jsonl", "/s/first.jsonl", "/s/second.jsonl"}
+	if d := cmp.Diff(want, Ancestors(f, branch)); d != "" {
+		t.Errorf("Ancestors mismatch (-want +got):\n%s", d)
+	}
+}
+
+// TestRecallConcurrent: recalls of one session at once (a model's
+// parallel tool calls) answer as they do one at a time (and, under -race,
+// share the index without a race).
+func TestRecallConcurrent(t *testing.T) {
+	s := buildRecallSession(t)
+	e := New(Options{AgentDir: t.TempDir()})
+	queries := []string{"ember cache", "export functi", "resolving symbol_12", "removed by the user", "line 400"}
+	want := map[string]string{}
+	for _, q := range queries {
+		want[q] = recallText(t, New(Options{AgentDir: t.TempDir()}), s.path, map[string]any{"query": q})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(queries))
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, q := range queries {
+				raw, _ := json.Marshal(map[string]any{"query": q})
+				got, err := e.Recall(context.Background(), openReader, RecallRequest{SessionID: "s1", SessionFile: s.path, Args: raw})
+				if err != nil || got != want[q] {
+					errs <- fmt.Sprintf("recall(%q) at once = %v\n%s\nwant\n%s", q, err, got, want[q])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for m := range errs {
+		t.Error(m)
 	}
 }

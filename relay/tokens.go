@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Words are split the way a model half remembers them: at every character
@@ -16,6 +18,9 @@ import (
 // maxTermLen bounds an indexed term; longer tokens are cut there.
 const maxTermLen = 40
 
+// maxNumberLen bounds an indexed number; longer ones are cut there.
+const maxNumberLen = 6
+
 // tokenize calls fn with each term of text, lowercased. The index counts
 // the same terms through docTerms, which remembers how each word split.
 func tokenize(text []byte, fn func(term []byte)) {
@@ -27,13 +32,107 @@ func tokenize(text []byte, fn func(term []byte)) {
 }
 
 // splitWord calls fn with the terms of one word (a run of letters and
-// digits), lowercasing into the scratch buffer *low.
+// digits), lowercasing into the scratch buffer *low. A word in
+// compatibility or width forms is read in its NFKC form (ＡＢＣ１２３ is
+// abc123, half-width ｼｽﾃﾑ is システム), with the diacritics of Latin
+// letters dropped and ß as ss (straße is strasse, été is ete).
 func splitWord(word []byte, low *[]byte, fn func(term []byte)) {
 	if isASCIIWord(word) {
 		*low = emitASCII(word, *low, fn)
-	} else {
-		emitWord(word, low, true, fn)
+		return
 	}
+	if w, ok := foldWord(word); ok {
+		// The folded form may hold separators (NFKC of a symbol).
+		words(w, func(p []byte, _ int) bool {
+			if isASCIIWord(p) {
+				*low = emitASCII(p, *low, fn)
+			} else {
+				emitWord(p, low, true, fn)
+			}
+			return true
+		})
+		return
+	}
+	emitWord(word, low, true, fn)
+}
+
+// foldWord returns the NFKC form of a non-ASCII word, lowercased, with
+// Latin diacritics dropped, and false when that is the word itself up to
+// case (most words: nothing is allocated then).
+func foldWord(word []byte) ([]byte, bool) {
+	if norm.NFKC.QuickSpan(word) == len(word) && !hasFoldable(word) {
+		return nil, false
+	}
+	return foldText(norm.NFKC.Bytes(word)), true
+}
+
+// foldText lowercases text and drops the diacritics of Latin letters.
+func foldText(text []byte) []byte {
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRune(text[i:])
+		i += n
+		r = unicode.ToLower(r)
+		if f, ok := latinFold[r]; ok {
+			out = append(out, f...)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out
+}
+
+func hasFoldable(w []byte) bool {
+	for i := 0; i < len(w); {
+		r, n := utf8.DecodeRune(w[i:])
+		i += n
+		if _, ok := latinFold[unicode.ToLower(r)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// latinFold maps a lowercase Latin letter with a diacritic (or a ligature)
+// to its plain form, and Cyrillic ё to е.
+var latinFold = func() map[rune]string {
+	m := map[rune]string{'ß': "ss", 'æ': "ae", 'œ': "oe", 'ø': "o", 'ł': "l", 'đ': "d", 'þ': "th", 'ð': "d", 'ı': "i", 'ё': "е"}
+	add := func(lo, hi rune) {
+		for r := lo; r <= hi; r++ {
+			if !unicode.IsLower(r) {
+				continue
+			}
+			d := []rune(norm.NFD.String(string(r)))
+			if len(d) < 2 || d[0] >= utf8.RuneSelf || !unicode.IsLetter(d[0]) {
+				continue
+			}
+			marks := true
+			for _, c := range d[1:] {
+				marks = marks && unicode.Is(unicode.Mn, c)
+			}
+			if marks {
+				m[r] = string(unicode.ToLower(d[0]))
+			}
+		}
+	}
+	add(0xC0, 0x24F)
+	add(0x1E00, 0x1EFF)
+	return m
+}()
+
+// isCJK reports whether r is written without spaces between words: Han,
+// kana and Hangul. Their text is indexed as single characters and pairs
+// of adjacent characters (bigrams), so any word of it is found.
+func isCJK(r rune) bool {
+	switch {
+	case r < 0x1100:
+		return false
+	case r <= 0x11FF, 0x3040 <= r && r <= 0x30FF, 0x3130 <= r && r <= 0x318F, 0x31F0 <= r && r <= 0x31FF,
+		0x3400 <= r && r <= 0x4DBF, 0x4E00 <= r && r <= 0x9FFF, 0xAC00 <= r && r <= 0xD7AF,
+		0xF900 <= r && r <= 0xFAFF, 0x20000 <= r && r <= 0x2FFFF:
+		return true
+	}
+	return false
 }
 
 // byteClass classifies ASCII bytes: 0 a separator, 1 lower, 2 upper, 3
@@ -64,7 +163,10 @@ func isASCIIWord(w []byte) bool {
 }
 
 // words calls fn with each run of letters and digits of text and its byte
-// offset, until fn returns false.
+// offset, until fn returns false. Combining marks belong to the run they
+// follow (a decomposed é stays one word); a terminal's escape sequence
+// (ESC [ ... letter, as in coloured output) separates words and is never
+// part of one.
 func words(text []byte, fn func(word []byte, at int) bool) {
 	i := 0
 	for i < len(text) {
@@ -72,7 +174,11 @@ func words(text []byte, fn func(word []byte, at int) bool) {
 		for i < len(text) {
 			c := byteClass[text[i]]
 			if c == 0 {
-				i++
+				if text[i] == 0x1b {
+					i = skipEscape(text, i)
+				} else {
+					i++
+				}
 				continue
 			}
 			if c == 4 {
@@ -92,7 +198,7 @@ func words(text []byte, fn func(word []byte, at int) bool) {
 			}
 			if c == 4 {
 				r, n := utf8.DecodeRune(text[i:])
-				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r) {
 					break
 				}
 				i += n
@@ -104,6 +210,23 @@ func words(text []byte, fn func(word []byte, at int) bool) {
 			return
 		}
 	}
+}
+
+// skipEscape returns the index after the separator at text[i]: past a
+// whole CSI escape sequence (ESC [ parameters final-byte) when one starts
+// there, else past the byte.
+func skipEscape(text []byte, i int) int {
+	if text[i] != 0x1b || i+1 >= len(text) || text[i+1] != '[' {
+		return i + 1
+	}
+	for j := i + 2; j < len(text) && j < i+32; j++ {
+		if c := text[j]; c >= 0x40 && c <= 0x7e {
+			return j + 1
+		} else if c < 0x20 || c > 0x3f {
+			break
+		}
+	}
+	return i + 1
 }
 
 // emitASCII is emitWord for a word of ASCII letters and digits, without
@@ -127,9 +250,7 @@ func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
 	part := func(p []byte, digits bool) {
 		switch {
 		case digits:
-			if len(p) <= 6 {
-				fn(p)
-			}
+			fn(p[:min(len(p), maxNumberLen)])
 		case len(p) > maxTermLen:
 			fn(p[:maxTermLen])
 		default:
@@ -164,7 +285,9 @@ func emitASCII(word []byte, low []byte, fn func([]byte)) []byte {
 }
 
 // emitWord emits the parts of one run of letters and digits, and the whole
-// run when it has several parts.
+// run when it has several parts. A run of CJK characters is a part of its
+// own (Config設定 is config and 設定); in the index it gives each of its
+// characters and each pair of adjacent ones.
 // With index false (a query) every part is emitted as typed, lowercased,
 // without the index's cuts, and the whole word is not.
 func emitWord(word []byte, low *[]byte, index bool, fn func([]byte)) {
@@ -180,11 +303,21 @@ func emitWord(word []byte, low *[]byte, index bool, fn func([]byte)) {
 		return
 	}
 	parts := 0
+	cjk := false
 	k := 0 // runes since start
 	start := 0
-	prev := 0 // class of the previous rune: 1 lower, 2 upper, 3 digit, 4 other letter
+	prev := 0 // class of the previous rune: 1 lower, 2 upper, 3 digit, 4 other letter, 5 CJK
 	emit := func(p []byte) {
 		parts++
+		if r, _ := utf8.DecodeRune(p); isCJK(r) {
+			cjk = true
+			if index {
+				ngrams(p, fn)
+			} else {
+				fn(p)
+			}
+			return
+		}
 		*low = lowerInto((*low)[:0], p)
 		if t, ok := keep(*low); ok {
 			fn(t)
@@ -196,6 +329,8 @@ func emitWord(word []byte, low *[]byte, index bool, fn func([]byte)) {
 		if k > 0 {
 			split := false
 			switch {
+			case cl == 5 || prev == 5:
+				split = cl != prev
 			case cl == 3 && prev != 3, cl != 3 && prev == 3:
 				split = true
 			case cl == 2 && prev == 1:
@@ -216,11 +351,25 @@ func emitWord(word []byte, low *[]byte, index bool, fn func([]byte)) {
 		i += n
 	}
 	emit(word[start:])
-	if parts > 1 && index {
+	if parts > 1 && index && !cjk {
 		*low = lowerInto((*low)[:0], word)
 		if t, ok := termOf(*low); ok {
 			fn(t)
 		}
+	}
+}
+
+// ngrams emits each character of a CJK run and each pair of adjacent
+// characters.
+func ngrams(p []byte, fn func([]byte)) {
+	for i := 0; i < len(p); {
+		_, n := utf8.DecodeRune(p[i:])
+		fn(p[i : i+n])
+		if i+n < len(p) {
+			_, m := utf8.DecodeRune(p[i+n:])
+			fn(p[i : i+n+m])
+		}
+		i += n
 	}
 }
 
@@ -246,6 +395,8 @@ func isHash(w []byte) bool {
 
 func class(r rune) int {
 	switch {
+	case r >= 0x1100 && isCJK(r):
+		return 5
 	case 'a' <= r && r <= 'z':
 		return 1
 	case 'A' <= r && r <= 'Z':
@@ -280,11 +431,11 @@ func lowerInto(dst, src []byte) []byte {
 	return dst
 }
 
-// termOf is the indexed form of a lowercased token, and false for tokens
-// the index leaves out: long numbers (timestamps, counters) and other
-// high-cardinality tokens would swell the dictionary. Long hexadecimal
-// tokens (hashes) keep their first 8 digits: a prefix finds them. Queries
-// for left-out tokens are checked against the text instead.
+// termOf is the indexed form of a lowercased token, and false for the
+// empty token. High-cardinality tokens would swell the dictionary: a long
+// number (a timestamp, a counter) keeps its first maxNumberLen digits and
+// a long hexadecimal token (a hash) its first 8, so their start finds
+// them; a query for the whole token is checked against the text.
 func termOf(t []byte) ([]byte, bool) {
 	if len(t) == 0 {
 		return nil, false
@@ -301,7 +452,7 @@ func termOf(t []byte) ([]byte, bool) {
 	}
 	switch {
 	case digits == len(t):
-		return t, len(t) <= 6
+		return t[:min(len(t), maxNumberLen)], true
 	case hex && digits > 0 && len(t) >= 12:
 		return t[:8], true
 	case len(t) > maxTermLen:

@@ -24,8 +24,15 @@ func TestTokenize(t *testing.T) {
 		{"HTTPServer", []string{"http", "server", "httpserver"}},
 		{"utf8Len", []string{"utf", "8", "len", "utf8len"}},
 		{"src/relay/note.go:42", []string{"src", "relay", "note", "go", "42"}},
-		{"Übergröße straße", []string{"übergröße", "straße"}},
-		{"ts 1796030340880 sha 3f2a9c1b7e4d5a6b8c9d0e1f", []string{"ts", "sha", "3f2a9c1b"}},
+		{"Übergröße straße", []string{"ubergrosse", "strasse"}}, // diacritics and ß folded
+		{"e\u0301te\u0301 naïve", []string{"ete", "naive"}},     // decomposed or not
+		{"ts 1796030340880 sha 3f2a9c1b7e4d5a6b8c9d0e1f", []string{"ts", "179603", "sha", "3f2a9c1b"}},
+		{"ＡＢＣ１２３ ｼｽﾃﾑ", []string{"abc", "123", "abc123", "シ", "シス", "ス", "ステ", "テ", "テム", "ム"}}, // NFKC
+		{"設定ファイル", []string{"設", "設定", "定", "定フ", "フ", "ファ", "ァ", "ァイ", "イ", "イル", "ル"}},
+		{"Config設定", []string{"config", "設", "設定", "定"}},
+		{"결제 실패", []string{"결", "결제", "제", "실", "실패", "패"}},
+		{"\x1b[31merror\x1b[0m: no", []string{"error", "no"}}, // a terminal's colours
+		{"файлы Ёлка", []string{"файлы", "елка"}},
 	}
 	for _, tt := range tests {
 		if d := cmp.Diff(tt.want, terms(tt.in)); d != "" {
