@@ -132,7 +132,7 @@ const unlimited = 1 << 30
 func HardCeiling(lim Limits) int { return 4 * lim.Total }
 
 func footer(m NoteMeta) string {
-	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
+	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any of the words, any order; the best matches first), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
 }
 
 // pinsSection lists the user's pins verbatim, each whole: a pin holds
