@@ -326,7 +326,6 @@ func (f *featureSet) reset() { f.ids = f.ids[:0] }
 
 var ngramMin, ngramMax = 1, 3
 
-
 // ablate, in experiments only, drops the features of some kinds.
 var ablate map[string]bool
 
