@@ -56,8 +56,8 @@ func TestExtract(t *testing.T) {
 		},
 		{
 			name:    "rules in German, Chinese, Korean, Russian and Spanish",
-			msgs:    []string{"Bitte keine neuen Abhängigkeiten.\n请勿修改 `migrations/` 目录。\n커밋 메시지는 영어로 작성해 주세요.\nИспользуй только стандартную библиотеку.\nNada de `println` en producción."},
-			current: []string{"Bitte keine neuen Abhängigkeiten.", "请勿修改 `migrations/` 目录。", "커밋 메시지는 영어로 작성해 주세요.", "Используй только стандартную библиотеку.", "Nada de `println` en producción."},
+			msgs:    []string{"Bitte keine neuen Abhängigkeiten.\n请勿修改 `migrations/` 目录。\n커밋 메시지는 항상 영어로 작성해 주세요.\nИспользуй только стандартную библиотеку.\nNada de `println` en producción."},
+			current: []string{"Bitte keine neuen Abhängigkeiten.", "请勿修改 `migrations/` 目录。", "커밋 메시지는 항상 영어로 작성해 주세요.", "Используй только стандартную библиотеку.", "Nada de `println` en producción."},
 		},
 	}
 	for _, tt := range tests {
