@@ -489,21 +489,16 @@ func stopWord(w string) bool {
 	return false
 }
 
-var stopSet = func() func() map[string]bool {
-	var m map[string]bool
-	return func() map[string]bool {
-		if m != nil {
-			return m
-		}
-		m = map[string]bool{}
-		for _, list := range cueList {
-			for _, c := range strings.Fields(list) {
-				if !strings.Contains(c, "_") && !strings.HasSuffix(c, "*") {
-					m[c] = true
-				}
+var stopSet = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for _, list := range cueList {
+		for _, c := range strings.Fields(list) {
+			if !strings.Contains(c, "_") && !strings.HasSuffix(c, "*") {
+				m[c] = true
 			}
 		}
-		for _, w := range strings.Fields(`a an the and or but of to in on at by for with from into as is are be been it its this that these those there here so too very just also
+	}
+	for _, w := range strings.Fields(`a an the and or but of to in on at by for with from into as is are be been it its this that these those there here so too very just also
 			do does use using make keep run get set let file files code
 			der die das ein eine einen und oder aber von zu im in am an auf mit für ist sind wird werden es dass den dem des nur auch bei
 			le la les un une des et ou mais de du au aux en dans sur avec pour par est sont ce cette ces que qui il
@@ -511,11 +506,10 @@ var stopSet = func() func() map[string]bool {
 			o a os as um uma e ou mas de do da dos das em no na com para por é são que se
 			и или но в во на с со к по за из у о от до для это что как же то
 			및 또는 그리고 이 그 저 것 수 등 를 을 은 는 이 가 에 의 로`) {
-			m[w] = true
-		}
-		return m
+		m[w] = true
 	}
-}()
+	return m
+})
 
 // weighted is the overlap of two subjects with identifiers (words with
 // digits, underscores, dots or slashes) counted twice.

@@ -95,3 +95,34 @@ func TestExtract(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractConcurrent: a long session is read on several cores; the
+// rules are those of reading it message by message, in order (and go test
+// -race sees the workers share the model).
+func TestExtractConcurrent(t *testing.T) {
+	var msgs []Message
+	for i := range 120 {
+		msgs = append(msgs, Message{EntryID: string(rune('A' + i%26)), Text: []string{
+			"Never push to main.", "fix the flaky test in parser_test.go", "コメントは日本語で書くこと。",
+			"Bitte keine neuen Abhängigkeiten.", "ok thanks", "You can push to main again.",
+		}[i%6]})
+	}
+	m := *Default()
+	m.cache = &classCache{}
+	got := m.Extract(msgs)
+	seq := *Default()
+	seq.cache = &classCache{}
+	var want []Rule
+	for i := range msgs {
+		// Message by message: the cache holds the earlier ones.
+		want = seq.Extract(msgs[:i+1])
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rules read concurrently, %d in order", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("rule %d: %+v concurrently, %+v in order", i, got[i], want[i])
+		}
+	}
+}

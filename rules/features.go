@@ -324,15 +324,11 @@ type featureSet struct {
 
 func (f *featureSet) reset() { f.ids = f.ids[:0] }
 
-var ngramMin, ngramMax = 1, 3
-
-// ablate, in experiments only, drops the features of some kinds.
-var ablate map[string]bool
+// The character n-grams of a sentence: one to three runes (single Latin
+// letters left out).
+const ngramMin, ngramMax = 1, 3
 
 func (f *featureSet) add(parts ...string) {
-	if ablate != nil && ablate[parts[0]] {
-		return
-	}
 	const offset, prime = 2166136261, 16777619
 	h := uint32(offset)
 	for i, p := range parts {
