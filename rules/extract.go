@@ -65,10 +65,11 @@ func (m *Model) Classify(text string) []Classified {
 	for _, u := range units {
 		c := Classified{Unit: u}
 		if !u.Quoted && !u.Intro {
-			var ids []uint32
-			ids, c.read = analyze(u.Text, u.Lead)
-			c.Scores = m.Predict(ids)
+			c.Scores, c.read = m.score(u.Text, u.Lead)
 			c.Label = m.Label(c.Scores)
+			if c.Label == LabelNot && c.Scores[LabelRevoke] < softRevoke {
+				c.read = reading{} // only rules and revocations are compared later
+			}
 		}
 		if !u.Paren {
 			outer = len(out)
@@ -129,7 +130,12 @@ func (m *Model) Extract(msgs []Message) []Rule {
 			if !revokes && !IsRule(c.Label) {
 				continue
 			}
-			later := subjectRead(c.read, c.Lead)
+			var later subject
+			if c.read.norm == "" {
+				later = subjectOf(c.Text, c.Lead) // from the cache: read anew
+			} else {
+				later = subjectRead(c.read, c.Lead)
+			}
 			if revokes {
 				// A revocation cancels the earlier rule it is most about; a
 				// rule that only may be one needs a firmer match.
@@ -217,7 +223,14 @@ func (m *Model) classifyAll(msgs []Message) [][]Classified {
 	}
 	defer func() {
 		for _, i := range todo {
-			m.cache.put(msgs[i].Text, out[i])
+			// The reading behind the features is not kept: it is most of
+			// the memory, and only rules need it again (read anew then).
+			kept := make([]Classified, len(out[i]))
+			for k, c := range out[i] {
+				c.read = reading{}
+				kept[k] = c
+			}
+			m.cache.put(msgs[i].Text, kept)
 		}
 	}()
 	workers := min(runtime.GOMAXPROCS(0), 4, max(len(todo)/16, 1))
@@ -316,7 +329,7 @@ type subject struct {
 }
 
 func subjectOf(sentence, lead string) subject {
-	s := Normalize(sentence)
+	s := Normalize(clip(sentence))
 	toks := tokens(s)
 	return subjectRead(reading{norm: s, toks: toks, cues: cueClasses(s, toks)}, lead)
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -89,9 +90,38 @@ type reading struct {
 // analyze is Features and the reading behind them.
 func analyze(sentence, lead string) ([]uint32, reading) {
 	var f featureSet
-	f.ids = make([]uint32, 0, 4*len(sentence)+64)
+	f.ids = make([]uint32, 0, 4*min(len(sentence), 4*featureRunes)+64)
 	ids := features(&f, sentence, lead)
 	return ids, f.read
+}
+
+// idPool recycles the feature buffers of Classify: a long session has
+// thousands of sentences, and each buffer is garbage once scored.
+var idPool = sync.Pool{New: func() any { return new(featureSet) }}
+
+// score reads one sentence and scores it, with a pooled buffer; the
+// reading is returned too.
+func (m *Model) score(sentence, lead string) (Scores, reading) {
+	f := idPool.Get().(*featureSet)
+	ids := features(f, sentence, lead)
+	sc := m.Predict(ids)
+	r := f.read
+	f.read = reading{}
+	idPool.Put(f)
+	return sc, r
+}
+
+// clip is the part of a long sentence its features are read from: its
+// first and last runes.
+func clip(sentence string) string {
+	if len(sentence) > featureRunes {
+		if n := utf8.RuneCountInString(sentence); n > featureRunes {
+			head := runeOffset(sentence, featureRunes-featureTail)
+			tail := runeOffset(sentence, n-featureTail)
+			return sentence[:head] + " … " + sentence[tail:]
+		}
+	}
+	return sentence
 }
 
 // Explain is Features with each feature's name.
@@ -101,18 +131,15 @@ func Explain(sentence, lead string) map[uint32]string {
 	return f.names
 }
 
-// featureRunes bounds the text a sentence's features are read from: its
-// first runes say what kind of sentence it is, and a long run of prose or
-// pasted output costs in proportion to its length otherwise.
-const featureRunes = 240
+// featureRunes bounds the text a sentence's features are read from: a
+// longer one is read as its first and its last runes (the verb of a
+// Japanese or Korean sentence is at its end), as a long run of prose or
+// pasted output otherwise costs in proportion to its length.
+const featureRunes, featureTail = 120, 40
 
 func features(f *featureSet, sentence, lead string) []uint32 {
 	f.reset()
-	if len(sentence) > featureRunes {
-		if i := runeOffset(sentence, featureRunes); i < len(sentence) {
-			sentence = sentence[:i]
-		}
-	}
+	sentence = clip(sentence)
 	s := Normalize(sentence)
 	f.add("bias")
 	toks := tokens(s)
