@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Command is a build, test or check command the session ran (pi's bash
@@ -195,6 +196,12 @@ func (c *commands) call(id, cmd, ts string) {
 	c.runs = append(c.runs, Command{Cmd: cmd, Time: minute(ts)})
 }
 
+// wants reports whether the tool call id is a build command's.
+func (c *commands) wants(id string) bool {
+	_, ok := c.calls[id]
+	return ok
+}
+
 func (c *commands) result(id, text string, isError bool) {
 	if i, ok := c.calls[id]; ok {
 		c.runs[i].Status = resultStatus(text, isError)
@@ -226,4 +233,30 @@ func (c *commands) list() []Command {
 		out = append(out, r)
 	}
 	return out
+}
+
+// textTail is the last n bytes (or a little less, from a rune's start)
+// of a message content's text, pieces joined by newlines, read without
+// keeping the rest: a build's output can be megabytes, and its status is
+// at the end.
+func textTail(raw []byte, n int) string {
+	var tail []byte
+	walkText(raw, func(t []byte) bool {
+		if len(tail) > 0 {
+			tail = append(tail, '\n')
+		}
+		if len(t) >= n {
+			tail = append(tail[:0], t[len(t)-n:]...)
+		} else {
+			tail = append(tail, t...)
+			if len(tail) > 2*n {
+				tail = append(tail[:0], tail[len(tail)-n:]...)
+			}
+		}
+		return true
+	})
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return string(tail)
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,5 +72,16 @@ func TestCommandsList(t *testing.T) {
 	}
 	if d := cmp.Diff(want, c.list()); d != "" {
 		t.Errorf("list mismatch (-want +got):\n%s", d)
+	}
+}
+
+func TestTextTail(t *testing.T) {
+	raw := []byte(`[{"type":"text","text":"` + strings.Repeat("x", 5000) + `\nFAIL\n\nCommand exited with code 2"}]`)
+	got := textTail(raw, 40)
+	if !strings.HasSuffix(got, "Command exited with code 2") || len(got) > 40 {
+		t.Errorf("textTail = %q, want the last 40 bytes", got)
+	}
+	if got := textTail([]byte(`[{"type":"text","text":"ok"},{"type":"text","text":"Command aborted"}]`), 400); got != "ok\nCommand aborted" {
+		t.Errorf("textTail of two pieces = %q", got)
 	}
 }

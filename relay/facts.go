@@ -369,7 +369,11 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 		case "toolResult":
 			msg := e.Message()
 			if firstString(msg, "toolName") == "bash" {
-				cmds.result(firstString(msg, "toolCallId"), string(text(content, 0)), string(session.Member(msg, "isError")) == "true")
+				// Only a build command's result is read, and only its end,
+				// where pi's bash tool writes the exit status.
+				if id := firstString(msg, "toolCallId"); cmds.wants(id) {
+					cmds.result(id, textTail(content, 400), string(session.Member(msg, "isError")) == "true")
+				}
 				continue
 			}
 			if !isAgentTool(firstString(msg, "toolName")) {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -212,6 +213,16 @@ func leadFor(lead, text string) string {
 // thousands. A message read before by this model (in an engine host, at
 // an earlier relay) is not read again.
 func (m *Model) classifyAll(msgs []Message) [][]Classified {
+	size := 0
+	for _, msg := range msgs {
+		size += len(msg.Text)
+	}
+	if size > 1<<20 {
+		// Reading many messages makes much short-lived garbage beside a
+		// large session held in memory: collect sooner, so the peak stays
+		// near what is kept.
+		defer debug.SetGCPercent(debug.SetGCPercent(25))
+	}
 	out := make([][]Classified, len(msgs))
 	var todo []int
 	for i, msg := range msgs {

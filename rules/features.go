@@ -15,9 +15,28 @@ import (
 func Normalize(s string) string {
 	if !isASCII(s) {
 		s = norm.NFKC.String(s)
+		s = quotes.Replace(s)
 	}
 	s = strings.ToLower(s)
-	s = quotes.Replace(s)
+	return collapseSpaces(s)
+}
+
+// collapseSpaces trims s and makes each run of white space one space.
+func collapseSpaces(s string) string {
+	clean := true
+	prevSpace := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		sp := c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+		if sp && (prevSpace || c != ' ') || c >= 0x80 {
+			clean = false
+			break
+		}
+		prevSpace = sp
+	}
+	if clean && !prevSpace {
+		return s
+	}
 	return strings.Join(strings.Fields(s), " ")
 }
 
@@ -63,12 +82,30 @@ func tokens(s string) []token {
 }
 
 func wordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '_' || unicode.Is(unicode.Mn, r)
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
+
+// asciiWord marks the ASCII bytes that are part of a word.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['\''], t['_'] = true, true
+	return t
+}()
 
 // isCJKLetter: scripts without spaces between words (Hangul has them and
 // is read as words).
 func isCJKLetter(r rune) bool {
+	if r < 0x2E80 {
+		return false
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || r == 'ー'
 }
 
@@ -170,7 +207,7 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	for i, w := range words {
 		f.add("w", w)
 		if i+1 < len(words) {
-			f.add("b", w+" "+words[i+1])
+			f.add("b", w, words[i+1])
 		}
 	}
 	if len(words) > 0 {
@@ -178,7 +215,7 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 		f.add("fs", suffix(words[0], 2))
 		f.add("fs", suffix(words[0], 3))
 		if len(words) > 1 {
-			f.add("f2", words[0]+" "+words[1])
+			f.add("f2", words[0], words[1])
 			f.add("f1s", suffix(words[1], 3))
 		}
 		last := words[len(words)-1]
@@ -188,14 +225,20 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	// The end of the sentence before its final marks: the verb ending of
 	// Japanese, Korean and Chinese sentences (ください, こと, 하세요, 吗).
 	end := strings.TrimRightFunc(s, func(r rune) bool { return !wordRune(r) })
-	er := []rune(end)
-	for n := 1; n <= 4 && n <= len(er); n++ {
-		f.add("e", string(er[len(er)-n:]))
+	for n := 1; n <= 4; n++ {
+		e := suffix(end, n)
+		f.add("e", e)
+		if len(e) == len(end) {
+			break
+		}
 	}
 	begin := strings.TrimLeftFunc(s, func(r rune) bool { return !wordRune(r) })
-	br := []rune(begin)
-	for n := 1; n <= 3 && n <= len(br); n++ {
-		f.add("s", string(br[:n]))
+	for n := 1; n <= 3; n++ {
+		b := prefix(begin, n)
+		f.add("s", b)
+		if len(b) == len(begin) {
+			break
+		}
 	}
 	// Shape.
 	trimmed := strings.TrimSpace(sentence)
@@ -288,12 +331,19 @@ func features(f *featureSet, sentence, lead string) []uint32 {
 	return f.ids
 }
 
+// suffix is the last n runes of w.
 func suffix(w string, n int) string {
-	r := []rune(w)
-	if len(r) <= n {
-		return w
+	i := len(w)
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRuneInString(w[:i])
+		i -= size
 	}
-	return string(r[len(r)-n:])
+	return w[i:]
+}
+
+// prefix is the first n runes of w.
+func prefix(w string, n int) string {
+	return w[:runeOffset(w, n)]
 }
 
 func pairKey(a, b string) string {
@@ -322,23 +372,22 @@ func lenBucket(n int) string {
 // hasUpperWord: a word of three or more capitals (NEVER, MUST), not an
 // acronym among lower-case words alone.
 func hasUpperWord(s string) bool {
-	for _, w := range strings.Fields(s) {
-		w = strings.Trim(w, ".,;:!?()*_`\"'")
-		if utf8.RuneCountInString(w) < 4 {
-			continue
-		}
-		up := true
-		for _, r := range w {
-			if !unicode.IsUpper(r) {
-				up = false
-				break
+	run, upper := 0, true
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r):
+			run++
+		case unicode.IsLetter(r):
+			upper = false
+			run++
+		default:
+			if upper && run >= 4 {
+				return true
 			}
-		}
-		if up {
-			return true
+			run, upper = 0, true
 		}
 	}
-	return false
+	return upper && run >= 4
 }
 
 // featureSet hashes features into ids (FNV-1a over the parts, a zero

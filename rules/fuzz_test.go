@@ -79,3 +79,18 @@ func FuzzParseSet(f *testing.F) {
 		}
 	})
 }
+
+// TestModelRoundTrip: the embedded model decodes and encodes to the same
+// bytes.
+func TestModelRoundTrip(t *testing.T) {
+	m, err := Decode(modelBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Encode(); string(got) != string(modelBin) {
+		t.Errorf("Encode(Decode(model.bin)) differs: %d bytes, want %d", len(got), len(modelBin))
+	}
+	if m.Len() < 1000 {
+		t.Errorf("the model has %d features", m.Len())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"sync"
@@ -27,9 +28,8 @@ var LabelName = [nClass]string{"not", "rule", "revoke", "revise"}
 // A Model is a linear classifier over hashed sentence features: one weight
 // per feature and label, a softmax over the sums.
 type Model struct {
-	weights map[uint32][nClass]float32
-	table   table // weights for Predict: open addressing, faster than the map
-	cache   *classCache
+	table table // the weights by feature: open addressing, faster than a map
+	cache *classCache
 	// Threshold is the probability of Rule from which a sentence is a rule
 	// (chosen by cross-validation on the training part of the set).
 	Threshold float32
@@ -76,27 +76,55 @@ type table struct {
 	vals [][nClass]float32
 	zero *[nClass]float32
 	mask uint32
+	n    int // features held
 }
 
 func newTable(w map[uint32][nClass]float32) table {
-	n := uint32(16)
-	for n < uint32(2*len(w)) {
-		n *= 2
-	}
-	t := table{keys: make([]uint32, n), vals: make([][nClass]float32, n), mask: n - 1}
+	t := makeTable(len(w))
 	for id, v := range w {
-		if id == 0 {
-			v := v
-			t.zero = &v
-			continue
-		}
-		i := (id * 2654435761) & t.mask
-		for t.keys[i] != 0 {
-			i = (i + 1) & t.mask
-		}
-		t.keys[i], t.vals[i] = id, v
+		t.put(id, v)
 	}
 	return t
+}
+
+// makeTable is an empty table for n features.
+func makeTable(n int) table {
+	size := uint32(16)
+	for size < uint32(2*n) {
+		size *= 2
+	}
+	return table{keys: make([]uint32, size), vals: make([][nClass]float32, size), mask: size - 1}
+}
+
+// put adds a feature (a repeated id replaces its weights).
+func (t *table) put(id uint32, v [nClass]float32) {
+	if id == 0 {
+		if t.zero == nil {
+			t.n++
+		}
+		t.zero = &v
+		return
+	}
+	i := (id * 2654435761) & t.mask
+	for t.keys[i] != 0 && t.keys[i] != id {
+		i = (i + 1) & t.mask
+	}
+	if t.keys[i] == 0 {
+		t.n++
+	}
+	t.keys[i], t.vals[i] = id, v
+}
+
+// each calls fn with every feature.
+func (t *table) each(fn func(id uint32, w *[nClass]float32)) {
+	if t.zero != nil {
+		fn(0, t.zero)
+	}
+	for i, k := range t.keys {
+		if k != 0 {
+			fn(k, &t.vals[i])
+		}
+	}
 }
 
 func (t *table) get(id uint32) *[nClass]float32 {
@@ -163,14 +191,14 @@ const magic = "PIRULES1"
 // Encode writes the model in its file format; the same model gives the
 // same bytes.
 func (m *Model) Encode() []byte {
-	ids := make([]uint32, 0, len(m.weights))
+	ids := make([]uint32, 0, m.table.n)
 	maxW := float32(0)
-	for id, w := range m.weights {
+	m.table.each(func(id uint32, w *[nClass]float32) {
 		ids = append(ids, id)
 		for _, v := range w {
 			maxW = max(maxW, float32(math.Abs(float64(v))))
 		}
-	}
+	})
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	scale := maxW / 32767
 	if scale == 0 {
@@ -187,7 +215,7 @@ func (m *Model) Encode() []byte {
 		n := binary.PutUvarint(tmp[:], uint64(id-prev))
 		b.Write(tmp[:n])
 		prev = id
-		for _, v := range m.weights[id] {
+		for _, v := range m.table.get(id) {
 			q := math.Round(float64(v / scale))
 			binary.Write(&b, binary.LittleEndian, int16(max(min(q, 32767), -32767)))
 		}
@@ -200,42 +228,42 @@ func Decode(data []byte) (*Model, error) {
 	if !bytes.HasPrefix(data, []byte(magic)) {
 		return nil, errors.New("rules: model: not a model file (no PIRULES1 header)")
 	}
-	r := bytes.NewReader(data[len(magic):])
-	var thr, scale float32
-	var n uint32
-	for _, v := range []any{&thr, &scale, &n} {
-		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
-			return nil, fmt.Errorf("rules: model: header: %w", err)
-		}
+	p := data[len(magic):]
+	if len(p) < 12 {
+		return nil, fmt.Errorf("rules: model: header: %w", io.ErrUnexpectedEOF)
 	}
+	thr := math.Float32frombits(binary.LittleEndian.Uint32(p))
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(p[4:]))
+	n := binary.LittleEndian.Uint32(p[8:])
+	p = p[12:]
 	if int64(n)*7 > int64(len(data)) {
 		return nil, fmt.Errorf("rules: model: %d features do not fit in %d bytes", n, len(data))
 	}
-	m := &Model{weights: make(map[uint32][nClass]float32, n), Threshold: thr}
+	m := &Model{Threshold: thr, cache: &classCache{}}
+	m.table = makeTable(int(n))
 	id := uint32(0)
 	for i := uint32(0); i < n; i++ {
-		d, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, fmt.Errorf("rules: model: feature %d: %w", i, err)
+		d, k := binary.Uvarint(p)
+		if k <= 0 {
+			return nil, fmt.Errorf("rules: model: feature %d: a bad id", i)
+		}
+		p = p[k:]
+		if len(p) < 2*nClass {
+			return nil, fmt.Errorf("rules: model: feature %d: %w", i, io.ErrUnexpectedEOF)
 		}
 		id += uint32(d)
-		var q [nClass]int16
-		if err := binary.Read(r, binary.LittleEndian, &q); err != nil {
-			return nil, fmt.Errorf("rules: model: feature %d: %w", i, err)
-		}
 		var w [nClass]float32
-		for c := range q {
-			w[c] = float32(q[c]) * scale
+		for c := range w {
+			w[c] = float32(int16(binary.LittleEndian.Uint16(p[2*c:]))) * scale
 		}
-		m.weights[id] = w
+		p = p[2*nClass:]
+		m.table.put(id, w)
 	}
-	if r.Len() != 0 {
-		return nil, fmt.Errorf("rules: model: %d bytes after the last feature", r.Len())
+	if len(p) != 0 {
+		return nil, fmt.Errorf("rules: model: %d bytes after the last feature", len(p))
 	}
-	m.table = newTable(m.weights)
-	m.cache = &classCache{}
 	return m, nil
 }
 
 // Len is the number of features with weights.
-func (m *Model) Len() int { return len(m.weights) }
+func (m *Model) Len() int { return m.table.n }

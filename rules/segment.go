@@ -332,7 +332,7 @@ func continues(prev, next string) bool {
 // a file name in a paragraph ("Note:" or "Also:" there is not a subject).
 // A marked label keeps the short item whole for the note.
 func appendSentences(out []Unit, text, lead string, quoted, isItem bool) []Unit {
-	text = strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " ")), " ")
+	text = collapseSpaces(text)
 	item := ""
 	if label, marked := labelOf(text); label != "" && (marked || isItem) {
 		lead = join(lead, label)

@@ -280,7 +280,8 @@ func fit(in []sample, opt TrainOptions) *Model {
 			}
 		}
 	}
-	m := &Model{weights: make(map[uint32][nClass]float32, len(ids))}
+	weights := make(map[uint32][nClass]float32, len(ids))
+	m := &Model{}
 	for i, id := range ids {
 		big := false
 		var f [nClass]float32
@@ -292,10 +293,10 @@ func fit(in []sample, opt TrainOptions) *Model {
 			}
 		}
 		if big {
-			m.weights[id] = f
+			weights[id] = f
 		}
 	}
-	m.table = newTable(m.weights)
+	m.table = newTable(weights)
 	m.cache = &classCache{}
 	return m
 }
