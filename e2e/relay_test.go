@@ -25,13 +25,15 @@ func longSteps(n, pad int) []map[string]any {
 }
 
 // relayPrompts are the user's prompts of the long session; the second
-// holds a standing instruction in the middle of a longer message.
+// holds a standing instruction in the middle of a longer message, the
+// fourth and fifth rules in Japanese and German among other text, the
+// fifth a Spanish one in a bullet under a heading.
 var relayPrompts = []string{
 	"p1: look at the ember_cache module and tell me what it does",
 	"p2: the build is slow. Never push to main without asking me. Profile the linker first",
 	"p3: summarize the profile",
-	"p4: what about the tests",
-	"p5: list the slow tests",
+	"p4: what about the tests? テストは必ず `go test -race` で実行してください。",
+	"p5: list the slow tests. Bitte keine neuen Abhängigkeiten hinzufügen.\n\n## Estilo\n- Nada de `println` en el código de producción.",
 	"p6: and now the last question",
 }
 
@@ -106,7 +108,8 @@ func TestRelayEndToEnd(t *testing.T) {
 		t.Fatalf("the request after /relay is %v, want system, the note, p6, its answer, p7", roles)
 	}
 	note := texts[i]
-	for _, want := range []string{"# Handoff note 1", "Never push to main without asking me.", "## Constraints", "recall("} {
+	for _, want := range []string{"# Handoff note 1", "Never push to main without asking me.", "## Constraints", "recall(",
+		"- テストは必ず `go test -race` で実行してください。\n", "- Bitte keine neuen Abhängigkeiten hinzufügen.\n", "- Estilo: Nada de `println` en el código de producción.\n"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("the note lacks %q:\n%s", want, note)
 		}

@@ -25,6 +25,8 @@ type Limits struct {
 	Answer          int `json:"answer"`          // the final answer before the kept exchange
 	Subagents       int `json:"subagents"`
 	Files           int `json:"files"`
+	Commands        int `json:"commands"` // the build and test commands run
+	Task            int `json:"task"`     // the task statement (the session's first user message)
 	Git             int `json:"git"`
 	Extra           int `json:"extra"` // sections added by callers (the seed's M3 seam)
 }
@@ -55,7 +57,7 @@ func DefaultConfig() Config {
 		GitTimeoutMs: 4000,
 		Limits: Limits{
 			Total: 9500, UserMessages: 3000, UserMessageEach: 1200, Chain: 400,
-			Answer: 2000, Subagents: 1500, Files: 800, Git: 1200, Extra: 1000,
+			Answer: 2000, Subagents: 1500, Files: 800, Commands: 600, Task: 2500, Git: 1200, Extra: 1000,
 		},
 		Auto: Auto{
 			OnInput: true, InputMinTokens: 100000,
@@ -148,7 +150,8 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			}{
 				"total": {&l.Total, 500, big}, "userMessages": {&l.UserMessages, 0, big}, "userMessageEach": {&l.UserMessageEach, 40, big},
 				"chain": {&l.Chain, 0, big}, "answer": {&l.Answer, 0, big}, "subagents": {&l.Subagents, 0, big},
-				"files": {&l.Files, 0, big}, "git": {&l.Git, 0, big}, "extra": {&l.Extra, 0, big},
+				"files": {&l.Files, 0, big}, "commands": {&l.Commands, 0, big}, "task": {&l.Task, 0, big},
+				"git": {&l.Git, 0, big}, "extra": {&l.Extra, 0, big},
 			}
 			for _, sm := range sub {
 				if k, ok := keys[sm.Key]; ok {

@@ -17,7 +17,7 @@ import (
 func TestParseConfig(t *testing.T) {
 	all := DefaultConfig()
 	all.Enabled, all.TailMaxChars, all.GitTimeoutMs = false, 1000, 10
-	all.Limits = Limits{Total: 600, UserMessages: 1, UserMessageEach: 41, Chain: 2, Answer: 3, Subagents: 4, Files: 5, Git: 6, Extra: 7}
+	all.Limits = Limits{Total: 600, UserMessages: 1, UserMessageEach: 41, Chain: 2, Answer: 3, Subagents: 4, Files: 5, Commands: 12, Task: 13, Git: 6, Extra: 7}
 	all.Auto = Auto{OnInput: false, InputMinTokens: 8, BeforeExpiry: false, ExpiryMinTokens: 9, MinGrowthTokens: 11}
 	tests := []struct {
 		name, file string
@@ -26,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"empty object", `{}`, DefaultConfig(), nil},
 		{"every key", `{"enabled": false, "tailMaxChars": 1000, "gitTimeoutMs": 10,
-			"limits": {"total": 600, "userMessages": 1, "userMessageEach": 41, "chain": 2, "answer": 3, "subagents": 4, "files": 5, "git": 6, "extra": 7},
+			"limits": {"total": 600, "userMessages": 1, "userMessageEach": 41, "chain": 2, "answer": 3, "subagents": 4, "files": 5, "commands": 12, "task": 13, "git": 6, "extra": 7},
 			"auto": {"onInput": false, "inputMinTokens": 8, "beforeExpiry": false, "expiryMinTokens": 9, "minGrowthTokens": 11}}`, all, nil},
 		{"the seed's example", `{"auto": {"onInput": false, "beforeExpiry": false}}`,
 			func() Config { c := DefaultConfig(); c.Auto.OnInput, c.Auto.BeforeExpiry = false, false; return c }(), nil},

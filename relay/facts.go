@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pi-session/pi-session/pins"
+	"github.com/pi-session/pi-session/rules"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -30,8 +31,19 @@ type Facts struct {
 	Earlier []string
 	// Pins are the rules the user pinned with /pin on this branch, in
 	// the order pinned: verbatim, first in the note, never cut.
-	Pins        []string
-	Constraints []Constraint
+	Pins []string
+	// Constraints are the user's standing rules, current and
+	// superseded, oldest first.
+	Constraints []rules.Rule
+	// Task is the first user message of the branch (the task statement)
+	// when it left the context, and its entry; "" when it is still in
+	// the kept part.
+	Task      string
+	TaskEntry string
+	TaskTime  string
+	// Commands are the build, test and check commands run on the branch,
+	// the latest first.
+	Commands []Command
 	// Answer is the last assistant text before the kept exchange.
 	Answer      string
 	AnswerEntry string
@@ -249,8 +261,9 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	if keptAt < 0 {
 		keptAt = len(branch)
 	}
-	var users []UserText
+	var users []rules.Message
 	subs := newSubagents()
+	cmds := newCommands()
 	files := map[string]*FileChange{}
 	last := map[string]int{} // path -> the number of its latest change
 	changes := 0
@@ -288,13 +301,17 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 		switch role {
 		case "user":
 			ut := string(text(content, 0))
-			users = append(users, UserText{EntryID: e.ID, Text: ut})
+			users = append(users, rules.Message{EntryID: e.ID, Text: ut})
+			if len(users) == 1 && at < keptAt {
+				f.Task, f.TaskEntry, f.TaskTime = ut, e.ID, minute(e.Timestamp)
+			}
 			if at >= keptAt {
 				continue
 			}
 			if v.context[at] {
 				f.Instructions = append(f.Instructions, Instruction{EntryID: e.ID, Time: minute(e.Timestamp), Text: ut})
-			} else {
+			} else if e.ID != f.TaskEntry {
+				// The task statement has its own section.
 				f.Earlier = append(f.Earlier, ut)
 			}
 		case "assistant":
@@ -303,6 +320,12 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 			}
 			for _, c := range toolCalls(content) {
 				name := strings.ToLower(c.Name)
+				if name == "bash" {
+					if cmd, _ := session.MemberString(c.Arguments, "command"); cmd != "" {
+						cmds.call(c.ID, cmd, e.Timestamp)
+					}
+					continue
+				}
 				if name != "edit" && name != "write" && name != "multiedit" {
 					if isAgentTool(c.Name) {
 						subs.launchCall(c.ID, c.Arguments, e.Timestamp)
@@ -329,8 +352,30 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 				changes++
 				last[p] = changes
 			}
+		case "bashExecution":
+			// The user's own !command.
+			msg := e.Message()
+			if cmd := firstString(msg, "command"); cmd != "" {
+				cmds.call(e.ID, cmd, e.Timestamp)
+				status := ""
+				if code := session.Member(msg, "exitCode"); len(code) > 0 && code[0] != 'n' {
+					status = "exit " + string(code)
+				}
+				if string(session.Member(msg, "cancelled")) == "true" {
+					status = "aborted"
+				}
+				cmds.status(e.ID, status)
+			}
 		case "toolResult":
 			msg := e.Message()
+			if firstString(msg, "toolName") == "bash" {
+				// Only a build command's result is read, and only its end,
+				// where pi's bash tool writes the exit status.
+				if id := firstString(msg, "toolCallId"); cmds.wants(id) {
+					cmds.result(id, textTail(content, 400), string(session.Member(msg, "isError")) == "true")
+				}
+				continue
+			}
 			if !isAgentTool(firstString(msg, "toolName")) {
 				continue
 			}
@@ -347,7 +392,8 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 		}
 	}
 	f.Answer, f.AnswerEntry = v.answer(keptAt)
-	f.Constraints = ExtractConstraints(users)
+	f.Constraints = rules.Extract(users)
+	f.Commands = cmds.list()
 	list, _ := pins.Replay(branch)
 	f.Pins = pins.Texts(list)
 	f.Subagents, f.Worktrees = subs.list()

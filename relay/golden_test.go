@@ -42,6 +42,7 @@ var goldens = []struct {
 	{"long", "long", nil},
 	{"relayed", "relayed", nil},
 	{"branch", "branch", nil},
+	{"rules", "rules", nil},
 	{"long-small", "long", func(l *Limits) { l.Total = 1500; l.UserMessages = 600; l.UserMessageEach = 200 }},
 	{"long-tiny", "long", func(l *Limits) { l.Total = 500 }},
 }
@@ -85,10 +86,10 @@ func TestNoteContents(t *testing.T) {
 		"(superseded) Use tabs for indentation in new files.",
 		"RUNNING a1 (profiler): profile the linker · worktree /tmp/relay-fixture/worktrees/profile-linker · branch profile-linker",
 		"completed a2 (tester)",
-		"NOTES.md (written, 1 edits)",
+		"NOTES.md (written, 1 edit)",
 		"a1b2c3d Speed up symbol resolution",
 		"b2c3d4e work in profile-linker",
-		"Earlier: Look at the ember_cache module",
+		"Task (the user's first message", "Look at the ember_cache module in src/cache and explain what it does. Never push to main without asking me.\n",
 	} {
 		if !strings.Contains(long, want) {
 			t.Errorf("the long note lacks %q:\n%s", want, long)
@@ -109,7 +110,7 @@ func TestNoteContents(t *testing.T) {
 		t.Errorf("the note shows text of an abandoned branch:\n%s", branch)
 	}
 	relayed := composeFixture(t, "relayed", DefaultConfig()).Text
-	for _, want := range []string{"Never commit generated files.", "Always run gofmt first.", "Earlier: r1: Never commit"} {
+	for _, want := range []string{"Never commit generated files.", "Always run gofmt first.", "Earlier: r2: what does the build target do?", "## Task (the user's first message, 2026-12-01 14:29, verbatim)\nr1: Never commit generated files."} {
 		if !strings.Contains(relayed, want) {
 			t.Errorf("the note after an earlier relay lacks %q:\n%s", want, relayed)
 		}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/pins"
+	"github.com/pi-session/pi-session/rules"
 )
 
 // GitLog is the commits of one directory since the session started; a
@@ -32,64 +34,78 @@ type NoteMeta struct {
 }
 
 // Layout writes the note for the facts of a branch. It is a pure function
-// of its arguments: the same session gives the same note. Every section
-// has its own cap; when the total is over Limits.Total, sections shrink in
-// this order until it fits: extra, git, files, subagents, the final
-// answer, superseded constraints, user instructions. The user's pins come
-// first, whole, and never give way; nor are the current constraints cut to
-// fit the total: only when they alone exceed it are the oldest left out
-// (and said to be). A constraint a pin already holds is not repeated.
+// of its arguments: the same session gives the same note.
+//
+// The user's pins come first, whole, and never give way. Every other
+// section is first written whole. When the note is then over
+// Limits.Total, sections give way in this order until it fits: extra,
+// git, subagents, the final answer, commands, files, superseded rules,
+// user instructions, the task statement; each first down to its own
+// limit, then, in the same order, further down to nothing. The user's
+// current rules never give way to the total: only past HardCeiling are
+// the oldest of them left out, and the note says how many and where
+// recall finds them. A rule a pin already holds is not repeated.
 func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) string {
 	type part struct {
-		budget int
-		render func(budget int) string
+		limit  int
+		render func(budget int, limited bool) string
 	}
 	head := fmt.Sprintf("# Handoff note %d (context-relay)\nIt replaces %d earlier entries (about %d tokens), written from the session file without a model; the exchange from the last user message on follows unchanged.\n",
 		m.N, f.Leaving, m.TokensBefore)
 	pinned := pinsSection(f.Pins)
 	foot := footer(m)
 	cs := withoutPinned(f.Constraints, f.Pins)
-	// The order of the note; shrink lists indices in the order they give way.
 	parts := []part{
-		{lim.Total, func(b int) string { return constraintsSection(cs, b) }},
-		{lim.Total / 4, func(b int) string { return supersededSection(cs, b) }},
-		{lim.UserMessages, func(b int) string { return instructionsSection(f, lim, b) }},
-		{lim.Answer, func(b int) string { return answerSection(f.Answer, b) }},
-		{lim.Subagents, func(b int) string { return subagentsSection(f.Subagents, b) }},
-		{lim.Files, func(b int) string { return filesSection(f.Files, b) }},
-		{lim.Git, func(b int) string { return gitSection(git, b) }},
-		{lim.Extra, func(b int) string { return extraSection(extra, b) }},
+		{HardCeiling(lim), func(b int, _ bool) string { return constraintsSection(cs, HardCeiling(lim)) }},
+		{lim.Total / 4, func(b int, _ bool) string { return supersededSection(cs, b) }},
+		{lim.Task, func(b int, _ bool) string { return taskSection(f, b) }},
+		{lim.UserMessages, func(b int, limited bool) string { return instructionsSection(f, lim, b, limited) }},
+		{lim.Answer, func(b int, _ bool) string { return answerSection(f.Answer, b) }},
+		{lim.Subagents, func(b int, _ bool) string { return subagentsSection(f.Subagents, b) }},
+		{lim.Commands, func(b int, _ bool) string { return commandsSection(f.Commands, b) }},
+		{lim.Files, func(b int, _ bool) string { return filesSection(f.Files, f.Cwd, b) }},
+		{lim.Git, func(b int, _ bool) string { return gitSection(git, b) }},
+		{lim.Extra, func(b int, _ bool) string { return extraSection(extra, b) }},
 	}
-	// The current constraints (part 0) never give way: with a total too
-	// small for them, the note is longer than the total.
-	shrink := []int{7, 6, 5, 4, 3, 1, 2}
+	shrink := []int{9, 8, 5, 4, 6, 7, 1, 3, 2}
 	out := make([]string, len(parts))
-	total := func() int {
-		n := runes(head) + runes(foot) + 1
-		if pinned != "" {
-			n += runes(pinned) + 1
+	size := func(s string) int {
+		if s == "" {
+			return 0
 		}
-		for i, p := range parts {
-			out[i] = ""
-			if p.budget > 0 {
-				out[i] = p.render(p.budget)
-			}
-			if out[i] != "" {
-				n += runes(out[i]) + 1
-			}
+		return runes(s) + 1
+	}
+	total := runes(head) + runes(foot) + 1
+	if pinned != "" {
+		total += runes(pinned) + 1
+	}
+	for i, p := range parts {
+		out[i] = p.render(unlimited, false)
+		total += size(out[i])
+	}
+	set := func(i, budget int, limited bool) {
+		total -= size(out[i])
+		out[i] = ""
+		if budget > 0 {
+			out[i] = parts[i].render(budget, limited)
 		}
-		return n
+		total += size(out[i])
+	}
+	// Down to each section's own limit, then further.
+	for _, i := range shrink {
+		if total <= lim.Total {
+			break
+		}
+		if size(out[i]) > parts[i].limit {
+			set(i, parts[i].limit, true)
+		}
 	}
 	for _, i := range shrink {
-		for total() > lim.Total && parts[i].budget > 0 {
-			if parts[i].budget < 300 {
-				parts[i].budget = 0
-			} else {
-				parts[i].budget /= 2
-			}
+		if total <= lim.Total {
+			break
 		}
+		set(i, size(out[i])-1-(total-lim.Total), true)
 	}
-	total()
 	var b strings.Builder
 	b.WriteString(head)
 	if pinned != "" {
@@ -107,8 +123,16 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	return b.String()
 }
 
+// unlimited is the budget of a section written whole.
+const unlimited = 1 << 30
+
+// HardCeiling is what the user's current rules may take of a note at
+// most: four times Limits.Total. Past it the oldest are left out (a
+// message of thousands of generated rules), and the note says so.
+func HardCeiling(lim Limits) int { return 4 * lim.Total }
+
 func footer(m NoteMeta) string {
-	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any order; prefixes and parts of names match), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
+	return fmt.Sprintf("---\nWhat left the context is still in the session file: recall({query: \"words\"}) searches it (any of the words, any order; the best matches first), recall({entryId: \"<id>\"}) reads one entry whole, recall({entryId: \"note:%d\"}) this note.\nNote file: %s\n", m.N, m.Path)
 }
 
 // pinsSection lists the user's pins verbatim, each whole: a pin holds
@@ -124,7 +148,7 @@ func pinsSection(texts []string) string {
 // the message they stand in, or the rule itself): a current one would be
 // listed twice, and a superseded one would contradict the pin, which holds
 // until the user unpins it.
-func withoutPinned(cs []Constraint, pinned []string) []Constraint {
+func withoutPinned(cs []rules.Rule, pinned []string) []rules.Rule {
 	if len(pinned) == 0 {
 		return cs
 	}
@@ -132,7 +156,7 @@ func withoutPinned(cs []Constraint, pinned []string) []Constraint {
 	for i, p := range pinned {
 		flat[i] = oneLine(p)
 	}
-	out := make([]Constraint, 0, len(cs))
+	out := make([]rules.Rule, 0, len(cs))
 	for _, c := range cs {
 		t := oneLine(c.Text)
 		if t != "" && slices.ContainsFunc(flat, func(p string) bool { return strings.Contains(p, t) }) {
@@ -143,25 +167,26 @@ func withoutPinned(cs []Constraint, pinned []string) []Constraint {
 	return out
 }
 
-// constraintsSection lists the current constraints verbatim. Over budget,
-// the oldest are left out and counted.
-func constraintsSection(cs []Constraint, budget int) string {
-	var cur []Constraint
+// constraintsSection lists the current rules verbatim, oldest first.
+// Past budget (the hard ceiling), the oldest are left out, counted, and
+// the messages that hold them named for recall.
+func constraintsSection(cs []rules.Rule, budget int) string {
+	var cur []rules.Rule
 	for _, c := range cs {
-		if c.SupersededBy == "" {
+		if c.Current() {
 			cur = append(cur, c)
 		}
 	}
 	if len(cur) == 0 {
 		return ""
 	}
-	const title = "## Constraints (the user's standing instructions, verbatim)\n"
+	const title = "## Constraints (the user's standing rules, verbatim)\n"
 	lines := make([]string, len(cur))
 	for i, c := range cur {
 		lines[i] = "- " + oneLine(c.Text) + "\n"
 	}
-	// Keep the newest that fit; say how many older ones were left out.
-	n := runes(title)
+	// Keep the newest that fit, with room for the line about the rest.
+	n := runes(title) + 200
 	keep := len(lines)
 	for i := len(lines) - 1; i >= 0; i-- {
 		if n+runes(lines[i]) > budget {
@@ -173,7 +198,13 @@ func constraintsSection(cs []Constraint, budget int) string {
 	var b strings.Builder
 	b.WriteString(title)
 	if dropped := len(lines) - keep; dropped > 0 {
-		fmt.Fprintf(&b, "- (%d older constraints did not fit; recall({query: \"never always must\"}) finds them)\n", dropped)
+		var ids []string
+		for _, c := range cur[:dropped] {
+			if len(ids) < 3 && !contains(ids, c.EntryID) {
+				ids = append(ids, c.EntryID)
+			}
+		}
+		fmt.Fprintf(&b, "- (%d older rules are left out: past the note's ceiling of %d characters for rules; recall({entryId: %q}) reads the message that holds them)\n", dropped, budget, ids[0])
 	}
 	for _, l := range lines[len(lines)-keep:] {
 		b.WriteString(l)
@@ -183,15 +214,19 @@ func constraintsSection(cs []Constraint, budget int) string {
 
 // supersededSection shows each replaced instruction once, marked, so it is
 // never taken as current.
-func supersededSection(cs []Constraint, budget int) string {
+func supersededSection(cs []rules.Rule, budget int) string {
 	var b strings.Builder
 	const title = "## Superseded instructions (no longer current)\n"
 	n := 0
 	for _, c := range cs {
-		if c.SupersededBy == "" {
+		if c.Current() {
 			continue
 		}
-		line := fmt.Sprintf("- (superseded) %s -> replaced by: %s\n", cut(oneLine(c.Text), 160), cut(oneLine(c.SupersededBy), 120))
+		how := "replaced by"
+		if c.Revoked {
+			how = "revoked by"
+		}
+		line := fmt.Sprintf("- (superseded) %s -> %s: %s\n", cut(oneLine(c.Text), 160), how, cut(oneLine(c.SupersededBy), 120))
 		if b.Len() == 0 {
 			if runes(title)+runes(line) > budget {
 				return ""
@@ -208,13 +243,21 @@ func supersededSection(cs []Constraint, budget int) string {
 	return b.String()
 }
 
-// instructionsSection lists the user's messages since the previous boundary,
-// oldest first: the newest keeps up to UserMessageEach characters, each
-// older one half of the next newer's (at least 120), and the oldest are
-// omitted when the section's budget is spent. Earlier instructions, from
-// before the boundary, are condensed to one line first.
-func instructionsSection(f Facts, lim Limits, budget int) string {
-	if len(f.Instructions) == 0 && len(f.Earlier) == 0 {
+// instructionsSection lists the user's messages since the previous
+// boundary, oldest first, the task statement excepted (it has its own
+// section). They are written whole when they fit; otherwise every message
+// is cut to the same length, as long as the budget allows (at most
+// UserMessageEach when the note is over its total, at least 120), and the
+// oldest are omitted when even that does not fit. Earlier instructions,
+// from before the boundary, are condensed to one line first.
+func instructionsSection(f Facts, lim Limits, budget int, limited bool) string {
+	var msgs []Instruction
+	for _, in := range f.Instructions {
+		if in.EntryID != f.TaskEntry {
+			msgs = append(msgs, in)
+		}
+	}
+	if len(msgs) == 0 && len(f.Earlier) == 0 {
 		return ""
 	}
 	const title = "## User instructions since the last boundary (oldest first)\n"
@@ -227,33 +270,89 @@ func instructionsSection(f Facts, lim Limits, budget int) string {
 		}
 		n += runes(chain)
 	}
-	each := lim.UserMessageEach
-	var items []string
-	omitted := 0
-	for i := len(f.Instructions) - 1; i >= 0; i-- {
-		in := f.Instructions[i]
-		line := fmt.Sprintf("- [%s] %s\n", in.Time, cut(oneLine(in.Text), each))
-		if n+runes(line) > budget {
-			omitted = i + 1
+	line := func(in Instruction, each int) string {
+		return fmt.Sprintf("- [%s] %s\n", in.Time, cutRecall(oneLine(in.Text), each, in.EntryID))
+	}
+	fits := func(from, each int) bool {
+		used := n + 60 // the omitted line
+		for _, in := range msgs[from:] {
+			used += runes(line(in, each))
+			if used > budget {
+				return false
+			}
+		}
+		return true
+	}
+	maxEach := unlimited
+	if limited {
+		maxEach = max(lim.UserMessageEach, 120)
+	}
+	// The fewest omitted, then the longest cut that fits.
+	from, each := 0, -1
+	for ; from < len(msgs); from++ {
+		if fits(from, 120) {
+			lo, hi := 120, maxEach
+			for lo < hi {
+				mid := lo + (hi-lo+1)/2
+				if fits(from, mid) {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
+			}
+			each = lo
 			break
 		}
-		items = append(items, line)
-		n += runes(line)
-		each = max(each/2, 120)
 	}
 	var b strings.Builder
 	b.WriteString(title)
 	b.WriteString(chain)
-	if omitted > 0 {
-		fmt.Fprintf(&b, "- (%d older instructions omitted; recall finds them)\n", omitted)
+	if from > 0 {
+		fmt.Fprintf(&b, "- (%d older instructions omitted; recall finds them)\n", from)
 	}
-	for i := len(items) - 1; i >= 0; i-- {
-		b.WriteString(items[i])
+	if each > 0 {
+		for _, in := range msgs[from:] {
+			b.WriteString(line(in, each))
+		}
 	}
-	if len(items) == 0 && chain == "" && omitted == 0 {
+	if each < 0 && chain == "" && from == 0 {
+		return ""
+	}
+	if runes(b.String()) > budget {
 		return ""
 	}
 	return b.String()
+}
+
+// taskSection is the session's first user message, the task statement,
+// from its start as far as the budget allows; a cut says how much is left
+// and how to read it whole.
+func taskSection(f Facts, budget int) string {
+	if strings.TrimSpace(f.Task) == "" {
+		return ""
+	}
+	title := fmt.Sprintf("## Task (the user's first message, %s, verbatim)\n", f.TaskTime)
+	room := budget - runes(title) - 1
+	if room < 120 {
+		return ""
+	}
+	text := clip.Visible(strings.TrimSpace(f.Task))
+	if runes(text) > room {
+		tail := fmt.Sprintf("\n[… %%d more characters: recall({entryId: %q})]", f.TaskEntry)
+		keep := room - runes(fmt.Sprintf(tail, runes(text)))
+		r := []rune(text)
+		text = strings.TrimRight(string(r[:keep]), " \n") + fmt.Sprintf(tail, len(r)-keep)
+	}
+	return title + text + "\n"
+}
+
+// cutRecall cuts s to n characters, pointing at the entry for the rest.
+func cutRecall(s string, n int, id string) string {
+	if runes(s) <= n {
+		return s
+	}
+	more := fmt.Sprintf(" […%s]", id)
+	return cut(s, max(n-runes(more), 1)) + more
 }
 
 // condense joins texts into one line of at most n characters, the newest
@@ -288,7 +387,7 @@ func answerSection(answer string, budget int) string {
 	if room < 80 {
 		return ""
 	}
-	return title + headTail(strings.TrimSpace(answer), room) + "\n"
+	return title + headTail(clip.Visible(strings.TrimSpace(answer)), room) + "\n"
 }
 
 // listSection writes a title and as many lines as fit in budget, then
@@ -346,19 +445,111 @@ func subagentsSection(subs []Subagent, budget int) string {
 	return listSection("## Subagents (RUNNING first)\n", lines, budget)
 }
 
-func filesSection(files []FileChange, budget int) string {
-	lines := make([]string, 0, len(files))
+// filesSection lists every changed file, grouped by directory (relative
+// to the session's cwd when under it), directories and their files latest
+// change first; what does not fit is counted.
+func filesSection(files []FileChange, cwd string, budget int) string {
+	if len(files) == 0 {
+		return ""
+	}
+	type dir struct {
+		name  string
+		files []string
+	}
+	var dirs []*dir
+	byName := map[string]*dir{}
 	for _, fc := range files {
+		p := fc.Path
+		if cwd != "" {
+			if rel, ok := strings.CutPrefix(p, strings.TrimRight(cwd, "/")+"/"); ok {
+				p = rel
+			}
+		}
+		d, base := "./", p
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			d, base = p[:i+1], p[i+1:]
+		}
 		var how []string
 		if fc.Write {
 			how = append(how, "written")
 		}
-		if fc.Edits > 0 {
+		if fc.Edits == 1 {
+			how = append(how, "1 edit")
+		} else if fc.Edits > 1 {
 			how = append(how, fmt.Sprintf("%d edits", fc.Edits))
 		}
-		lines = append(lines, fmt.Sprintf("- %s (%s)\n", fc.Path, strings.Join(how, ", ")))
+		entry := base
+		if len(how) > 0 {
+			entry += " (" + strings.Join(how, ", ") + ")"
+		}
+		g := byName[d]
+		if g == nil {
+			g = &dir{name: d}
+			byName[d] = g
+			dirs = append(dirs, g)
+		}
+		g.files = append(g.files, entry)
 	}
-	return listSection("## Files changed (edit/write, latest first)\n", lines, budget)
+	const title = "## Files changed (edit/write; by directory, latest first)\n"
+	var b strings.Builder
+	b.WriteString(title)
+	n := runes(title)
+	shown := 0
+	const reserve = 24 // the "(N more)" line
+	for _, d := range dirs {
+		line := "- " + d.name + ": "
+		if n+runes(line)+reserve > budget {
+			break
+		}
+		k := 0
+		for _, e := range d.files {
+			sep := ""
+			if k > 0 {
+				sep = ", "
+			}
+			if n+runes(line)+runes(sep+e)+1+reserve > budget {
+				break
+			}
+			line += sep + e
+			k++
+		}
+		if k == 0 {
+			break
+		}
+		b.WriteString(line + "\n")
+		n += runes(line) + 1
+		shown += k
+		if k < len(d.files) {
+			break
+		}
+	}
+	if shown == 0 {
+		return ""
+	}
+	if rest := len(files) - shown; rest > 0 {
+		fmt.Fprintf(&b, "- (%d more)\n", rest)
+	}
+	return b.String()
+}
+
+// commandsSection lists the build, test and check commands that ran,
+// each once, latest first, with the status of its latest run.
+func commandsSection(cmds []Command, budget int) string {
+	lines := make([]string, 0, len(cmds))
+	for _, c := range cmds {
+		line := "- `" + cut(oneLine(strings.ReplaceAll(c.Cmd, "`", "'")), 200) + "`"
+		if c.Status != "" {
+			line += " · " + c.Status
+		}
+		if c.Time != "" {
+			line += " · " + c.Time
+		}
+		if c.Runs > 1 {
+			line += fmt.Sprintf(" · %d runs", c.Runs)
+		}
+		lines = append(lines, line+"\n")
+	}
+	return listSection("## Build and test commands run (latest first, status of the latest run)\n", lines, budget)
 }
 
 func gitSection(logs []GitLog, budget int) string {
@@ -436,5 +627,7 @@ func headTail(s string, n int) string {
 	return string(r[:h]) + mark + string(r[len(r)-t:])
 }
 
-// oneLine collapses whitespace, newlines included.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine collapses whitespace, newlines included, and writes out control
+// characters (clip.Visible): the note is a document the model reads and a
+// file a user may print.
+func oneLine(s string) string { return clip.Visible(strings.Join(strings.Fields(s), " ")) }

@@ -27,5 +27,6 @@ run "budget: per-turn cost of the budget hooks through real pi (40 and 80 tool t
 run "budget: context_handoff with git metadata, 10k files and 5 worktrees, vs git status --porcelain=v2 alone" ./budget 'HandoffWrite' 5x
 run "recap: select + serialize + redact a 50 MB run vs reading it once with session/" ./recap 'Prepare50MB' 5x
 run "recap: redaction of 48 KB inputs built against naive scanners vs ordinary text" ./recap 'RedactAdversarial' 50x
+run "rules: reading a chat line, a task paragraph and a 40-rule AGENTS.md (per message, per sentence) vs cutting them into sentences alone; 10,000 rules in one message" ./rules 'Classify|Extract10000' 1s
 run "relay: note, cold recall (cold/floor) and warm recall (warm/scan: one substring search of the file in memory) on 10/100/500 MB sessions vs session/ read and grep -ci, peak memory (RELAY_BENCH_SIZES limits sizes)" ./relay 'BenchmarkRelay$' 1x
 run "relay: /relay through real pi on a 150k-token session, command to the next turn's first request" ./e2e 'RelayThroughPi' 3x

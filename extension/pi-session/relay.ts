@@ -332,7 +332,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			name: "recall",
 			label: "Recall",
 			description:
-				"Fetch what left the context after a relay or compaction: recall({query}) searches earlier messages and tool output of this branch (words in any order and case; prefixes and parts of names match; best first) and this session's offloaded tool results; recall({entryId}) returns one entry's full text in chunks (offset continues); entryId \"note:<n>\" reads handoff note n.",
+				"Fetch what left the context after a relay or compaction: recall({query}) searches earlier messages and tool output of this branch (any of the words, in any order, case and language; the entries with more and rarer words first, exact words above prefixes and other forms; a command and its output are one result) and this session's offloaded tool results; recall({entryId}) returns one entry's full text in chunks (offset continues); entryId \"note:<n>\" reads handoff note n.",
 			promptSnippet: "recall: search and read earlier messages and tool output that left the context (handoff notes say what left)",
 			// Plain JSON Schema (pi validates any), without types: an argument
 			// of the wrong type is ignored by the engine, as if absent, rather
@@ -340,11 +340,11 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			parameters: {
 				type: "object",
 				properties: {
-					query: { description: "string: words you remember, any order; prefixes work" },
+					query: { description: "string: words you remember, any order; not every word needs to match" },
 					entryId: { description: "string: an entryId from a search result, or note:<n>; wins over query" },
 					limit: { description: "number: results, 1-30 (default 8)" },
 					offset: { description: "number: character offset into the entry's text, for the next chunk" },
-					scope: { description: "string: \"lineage\" also searches the sessions this one was forked or continued from" },
+					scope: { description: "string: \"lineage\" also searches the sessions this one was forked or continued from (also the one before a /handoff relaunch)" },
 				},
 			} as any,
 			async execute(_id, params, signal, _onUpdate, ctx) {

@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 scenarios=("$@")
 if [[ ${#scenarios[@]} -eq 0 ]]; then
-	scenarios=(short long relayed branch)
+	scenarios=(short long relayed branch rules)
 fi
 
 for name in "${scenarios[@]}"; do

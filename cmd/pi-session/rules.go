@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/relay"
+	"github.com/pi-session/pi-session/rules"
+	"github.com/pi-session/pi-session/session"
+)
+
+func init() {
+	engineCommands["rules"] = engineCommand{
+		help:  rulesUsage,
+		about: "the user's standing rules a relay note would list (or how a text is read)",
+		run:   cmdEngineRules,
+	}
+}
+
+const rulesUsage = `usage: pi-session engine rules [--leaf ID] [--json] SESSION_FILE
+       pi-session engine rules --text [--json] < MESSAGE
+
+Prints the standing rules of the user's messages on the session's branch
+ending at --leaf (default: the last entry): the current ones, then the
+superseded ones with what replaced or revoked them, as a relay note lists
+them. With --text, reads one message on standard input and prints each of
+its sentences with how it is read: rule, revoke (cancels an earlier rule)
+or not, the model's probability that it is a rule, and its lead-in.
+Nothing is written.
+`
+
+func cmdEngineRules(ctx context.Context, inv *invocation) int {
+	fs := newFlagSet("engine rules")
+	leaf := fs.String("leaf", "", "the leaf entry id")
+	asJSON := fs.Bool("json", false, "print JSON")
+	text := fs.Bool("text", false, "read one message on standard input")
+	rest, code, done := parseFlags(inv, fs, inv.args, rulesUsage)
+	if done {
+		return code
+	}
+	if *text {
+		if len(rest) != 0 {
+			return inv.errorf(exitUsage, "engine rules --text: reads standard input, got %d arguments (see pi-session engine rules --help)", len(rest))
+		}
+		data, err := io.ReadAll(io.LimitReader(inv.stdin, 4<<20))
+		if err != nil {
+			return inv.errorf(1, "engine rules: standard input: %v", err)
+		}
+		return printClassified(inv, rules.Default().Classify(string(data)), *asJSON)
+	}
+	if len(rest) != 1 {
+		return inv.errorf(exitUsage, "engine rules: want one SESSION_FILE, got %d arguments (see pi-session engine rules --help)", len(rest))
+	}
+	f, _, err := openOnce(inv, rest[0])
+	if err != nil {
+		return inv.errorf(1, "engine rules: %v", err)
+	}
+	branch, err := f.Branch(*leaf)
+	if err != nil {
+		return inv.errorf(1, "engine rules: %v", err)
+	}
+	facts := relay.Gather(f.Header, branch, "")
+	if *asJSON {
+		type out struct {
+			Text         string `json:"text"`
+			Lead         string `json:"lead,omitempty"`
+			EntryID      string `json:"entryId"`
+			Current      bool   `json:"current"`
+			SupersededBy string `json:"supersededBy,omitempty"`
+			Revoked      bool   `json:"revoked,omitempty"`
+		}
+		list := []out{}
+		for _, r := range facts.Constraints {
+			list = append(list, out{r.Text, r.Lead, r.EntryID, r.Current(), r.SupersededBy, r.Revoked})
+		}
+		return writeJSON(inv, list)
+	}
+	var cur, old []rules.Rule
+	for _, r := range facts.Constraints {
+		if r.Current() {
+			cur = append(cur, r)
+		} else {
+			old = append(old, r)
+		}
+	}
+	fmt.Fprintf(inv.stdout, "%d current rules\n", len(cur))
+	for _, r := range cur {
+		fmt.Fprintf(inv.stdout, "- %s  [%s]\n", clip.Visible(r.Text), r.EntryID)
+	}
+	if len(old) > 0 {
+		fmt.Fprintf(inv.stdout, "%d superseded\n", len(old))
+		for _, r := range old {
+			how := "replaced by"
+			if r.Revoked {
+				how = "revoked by"
+			}
+			fmt.Fprintf(inv.stdout, "- %s  -> %s: %s\n", clip.Visible(r.Text), how, clip.Visible(r.SupersededBy))
+		}
+	}
+	if f.Header == nil {
+		fmt.Fprintf(inv.stderr, "pi-session: %s: %v\n", rest[0], session.ErrNoHeader)
+	}
+	return 0
+}
+
+func printClassified(inv *invocation, units []rules.Classified, asJSON bool) int {
+	if asJSON {
+		type out struct {
+			Text   string  `json:"text"`
+			Lead   string  `json:"lead,omitempty"`
+			Label  string  `json:"label"`
+			Rule   float32 `json:"rule"`
+			Quoted bool    `json:"quoted,omitempty"`
+		}
+		list := []out{}
+		for _, u := range units {
+			list = append(list, out{u.Text, u.Lead, rules.LabelName[u.Label], u.Scores.Rule(), u.Quoted})
+		}
+		return writeJSON(inv, list)
+	}
+	for _, u := range units {
+		lead := ""
+		if u.Lead != "" {
+			lead = " (under " + clip.Visible(u.Lead) + ")"
+		}
+		how := rules.LabelName[u.Label]
+		if u.Quoted {
+			how = "quoted"
+		}
+		fmt.Fprintf(inv.stdout, "%-6s %.2f  %s%s\n", how, u.Scores.Rule(), clip.Visible(u.Text), lead)
+	}
+	return 0
+}
+
+func writeJSON(inv *invocation, v any) int {
+	enc := json.NewEncoder(inv.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return inv.errorf(1, "engine rules: %v", err)
+	}
+	return 0
+}
