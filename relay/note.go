@@ -91,13 +91,14 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 		}
 		total += size(out[i])
 	}
-	// Down to each section's own limit, then further.
+	// Down to each section's own limit, then further; a section gives
+	// only what the note is over by, so the room left stays filled.
 	for _, i := range shrink {
 		if total <= lim.Total {
 			break
 		}
 		if size(out[i]) > parts[i].limit {
-			set(i, parts[i].limit, true)
+			set(i, max(parts[i].limit, size(out[i])-1-(total-lim.Total)), true)
 		}
 	}
 	for _, i := range shrink {

@@ -147,3 +147,14 @@ func TestFilesSectionGroups(t *testing.T) {
 		t.Errorf("filesSection at 120: %d characters, want at most 120 and a count of the rest:\n%s", runes(small), small)
 	}
 }
+
+// TestLayoutGivesOnlyWhatItMust: a 90 KB last answer is cut to what the
+// note has room for, not to its own limit while the room stays empty.
+func TestLayoutGivesOnlyWhatItMust(t *testing.T) {
+	f := Facts{Answer: strings.Repeat("filler line of the long report. ", 3000)}
+	lim := DefaultConfig().Limits
+	note := Layout(f, nil, nil, meta, lim)
+	if n := runes(note); n > lim.Total || n < lim.Total-300 {
+		t.Errorf("the note has %d characters: want the answer to fill it up to about %d", n, lim.Total)
+	}
+}
