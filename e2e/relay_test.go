@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/pitest"
 	"github.com/pi-session/pi-session/session"
@@ -114,8 +115,9 @@ func TestRelayEndToEnd(t *testing.T) {
 			t.Errorf("the note lacks %q:\n%s", want, note)
 		}
 	}
-	if len(note) > 9500+len(session.CompactionSummaryPrefix)+len(session.CompactionSummarySuffix) {
-		t.Errorf("the note has %d characters, over the total cap", len(note))
+	// limits.total counts characters (the note holds Japanese: 3 bytes each).
+	if n := utf8.RuneCountInString(note); n > 9500+utf8.RuneCountInString(session.CompactionSummaryPrefix+session.CompactionSummarySuffix) {
+		t.Errorf("the note has %d characters, over the total cap", n)
 	}
 	if !strings.HasPrefix(texts[i+1], relayPrompts[5]) || !strings.HasPrefix(texts[i+3], "p7:") {
 		t.Errorf("the tail is %q ... %q, want p6 ... p7", texts[i+1], texts[i+3])
