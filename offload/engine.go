@@ -305,6 +305,12 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 
 	rep, ev := e.decide(req, cfg, texts, textBytes, exposed)
 	if rep.Action == "replace" && rep.Handle != "" {
+		if gaveUp(ctx) {
+			// pi has gone on with the result as it was (this host was
+			// stopped, or slow): no handle reaches the model, so the
+			// entry stays pending, its writer's, and is never confirmed.
+			return Replacement{}, context.DeadlineExceeded
+		}
 		// The handle goes to the model: the entry is no longer its
 		// writer's to discard. If that cannot be recorded, the result
 		// stays as it was (a handle must not outlive this process alone).
@@ -360,6 +366,17 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		e.record(*ev)
 	}
 	return rep, nil
+}
+
+// gaveUp reports whether the caller stopped waiting: its context ended, or
+// its deadline passed (a host continued after SIGSTOP sees the time before
+// its timers have fired).
+func gaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // confirm makes a stored entry the model's: see Store.Confirm.
