@@ -162,7 +162,8 @@ Environment:
   PI_RESUME_CHECK                     the budget's resume check command (wins over resumeChecks)
   PI_SUMMARY_IDLE_MS                  quiet time after a run before its recap
                                       (default 180000, at least 30000)
-  PI_SESSION_BIN                      the pi-session that plain pi's extension starts
+  PI_SESSION_BIN                      the pi-session that plain pi's extension starts (under
+                                      pi-session: this one, as a stand-in host, unless set)
   XDG_RUNTIME_DIR                     where the engine socket goes first (<dir>/pi-session/)
   Files: <agent dir>/context-relay.json (relay), <agent dir>/summaries/config.private.json
   (recap, written by /recap), <workspace>/.pi/context-engineer.json (offload).

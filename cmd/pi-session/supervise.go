@@ -67,6 +67,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		defer h.close()
 		go h.Serve(ctx)
 		hostEnv = append(hostEnv, hooks.EnvSocket+"="+h.Path())
+		// A stand-in host, should this one stop answering, is this binary.
+		if _, set := inv.env.Lookup(envBin); !set {
+			hostEnv = append(hostEnv, envBin+"="+exe)
+		}
 	}
 	extArgs, err := extensionArgs(inv.env, args)
 	if err != nil {
