@@ -12,7 +12,7 @@ import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
 import { guardIntegration } from "./guards.ts";
 
 type View = {
@@ -68,13 +68,21 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	// Every budget call goes through one queue, so the engine sees the
 	// session's events in pi's order (the host answers calls
 	// concurrently); background calls are sent in turn without pi waiting.
+	// A call's deadline (a hook's unless it names one) runs from when it
+	// joins the queue: pi never waits longer, and a call still queued at
+	// its deadline is never sent.
 	let queue: Promise<unknown> = Promise.resolve();
 	const inOrder = <T>(fn: () => Promise<T>): Promise<T> => {
 		const p = queue.then(fn, fn);
 		queue = p.catch(() => undefined);
 		return p;
 	};
-	const ask = <T>(method: string, params: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => inOrder(() => kit.ask<T>(method, params, o));
+	const ask = <T>(method: string, params: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => {
+		const ms = o?.timeoutMs ?? Deadline.hook;
+		const deadline = Date.now() + ms;
+		const queued = inOrder(() => kit.ask<T>(method, params, { ...o, deadline }));
+		return Promise.race([queued, new Promise<undefined>((r) => setTimeout(r, ms + 1).unref?.())]);
+	};
 	const background = (method: string, params: unknown) => {
 		void ask<Answer>(method, params).then((r) => show(r?.result.view));
 	};
@@ -93,13 +101,16 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		for (const n of a?.notify ?? []) kit.say(n.text, n.level);
 	};
 	const model = (c: ExtensionContext) => (c.model ? `${c.model.provider}/${c.model.id}` : "");
+	// committing: a handoff waits for this turn's end or settle, which
+	// commits it (reading it, running git) or arms the relaunch.
+	const committing = () => handoffDone || !!view?.pending;
 
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		view = undefined;
 		overflowTried = false;
 		if (!(await kit.ready(3000))) return;
-		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }))?.result);
+		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
 	});
 
 	// Every input reloads the configuration; a user's input after
@@ -261,7 +272,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		if (!t || t.sent) return undefined;
 		t.sent = true;
 		const params = t.params ?? (await turnParams(t, c));
-		const a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
+		const a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: committing() ? Deadline.commit : Deadline.hook }))?.result;
 		if (timingFile) timing.turnEndMs += performance.now() - t0;
 		blocked.clear();
 		grace.clear();
@@ -307,7 +318,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		await flush();
 		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
 		settleSeen = false;
-		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: 30_000 }))?.result;
+		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: committing() || view?.phase === "fallback-armed" ? Deadline.commit : Deadline.hook }))?.result;
 		if (a) {
 			show(a.view);
 			notify(a);
@@ -365,12 +376,16 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	kit.arbiter.onCompaction("budget", async (event) => {
 		const mine = owned && event.customInstructions === OWNED;
 		const a = (
-			await ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>("budget.compaction", {
-				reason: event.reason,
-				owned: mine,
-				tokensBefore: event.preparation?.tokensBefore ?? 0,
-				mechanical: mine && mechanical,
-			})
+			await ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>(
+				"budget.compaction",
+				{
+					reason: event.reason,
+					owned: mine,
+					tokensBefore: event.preparation?.tokensBefore ?? 0,
+					mechanical: mine && mechanical,
+				},
+				{ timeoutMs: mine ? Deadline.commit : Deadline.hook },
+			)
 		)?.result;
 		if (!a) return undefined;
 		if (a.cancel) return { cancel: true };
@@ -421,7 +436,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 						kit.call<{ text: string; isError?: boolean; details?: unknown; view: View }>(
 							"budget.handoff",
 							{ args: params, toolCallId, integrations: integrations() },
-							{ timeoutMs: 90_000, signal },
+							{ timeoutMs: Deadline.handoff, signal },
 						),
 					)
 				).result;
@@ -444,7 +459,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
 		handler: async (args, c) => {
 			ctx = c;
-			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }))?.result;
+			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }, { timeoutMs: Deadline.command }))?.result;
 			if (!a) {
 				kit.say("pi-session: cannot make a handoff: the engine is unreachable", "error");
 				return;

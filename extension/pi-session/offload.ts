@@ -9,7 +9,7 @@ import { StringEnum } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import { Code, EngineError } from "./client.ts";
 
-import type { Call, Kit } from "./kit.ts";
+import { Deadline, type Call, type Kit } from "./kit.ts";
 
 type ToolAnswer = { text: string; details?: unknown };
 
@@ -34,7 +34,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 
 	const run = async (method: string, toolCallId: string, args: unknown, signal?: AbortSignal) => {
 		try {
-			const a = await call<ToolAnswer>(`offload.${method}`, { inProgram: nested.has(toolCallId), args }, { signal, timeoutMs: 60_000 });
+			const a = await call<ToolAnswer>(`offload.${method}`, { inProgram: nested.has(toolCallId), args }, { signal, timeoutMs: Deadline.work });
 			return { content: [{ type: "text" as const, text: a.result.text }], details: a.result.details ?? {} };
 		} catch (e) {
 			throw new Error(explain(e as EngineError));
@@ -112,7 +112,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 // and the warnings of .pi/context-engineer.json.
 export async function startNotice(kit: Kit): Promise<void> {
 	if (!(await kit.ready(5000))) return;
-	const a = await kit.ask<{ notice?: string; warning?: string }>("offload.start");
+	const a = await kit.ask<{ notice?: string; warning?: string }>("offload.start", undefined, { timeoutMs: Deadline.start });
 	if (!a) return;
 	if (a.result.notice && !kit.hello()?.headless) kit.say(a.result.notice, "info");
 	if (a.result.warning) kit.say(a.result.warning, "warning");
@@ -123,18 +123,19 @@ export async function ce(call: Call, args: string): Promise<string> {
 	const words = args.trim().split(/\s+/).filter(Boolean);
 	const sub = words[0] ?? "status";
 	const all = words.includes("--all");
+	const o = { timeoutMs: Deadline.command };
 	try {
 		switch (sub) {
 			case "status":
-				return (await call<ToolAnswer>("offload.status", { all })).result.text;
+				return (await call<ToolAnswer>("offload.status", { all }, o)).result.text;
 			case "trace": {
 				const n = Number(words.find((w) => /^\d+$/.test(w)) ?? 20);
-				return (await call<ToolAnswer>("offload.trace", { all, limit: n })).result.text;
+				return (await call<ToolAnswer>("offload.trace", { all, limit: n }, o)).result.text;
 			}
 			case "settings":
-				return (await call<ToolAnswer>("offload.settings", {})).result.text;
+				return (await call<ToolAnswer>("offload.settings", {}, o)).result.text;
 			case "clear":
-				return (await call<ToolAnswer>("offload.clear", { store: words.includes("--store") })).result.text;
+				return (await call<ToolAnswer>("offload.clear", { store: words.includes("--store") }, o)).result.text;
 			default:
 				return `/ce ${sub}: unknown; use /ce status [--all], /ce trace [--all] [n], /ce settings, /ce clear [--store]`;
 		}

@@ -10,7 +10,7 @@
 // (pins.inherit on the engine host). Pins work in every session and mode,
 // with the relay engine off too: handoff documents carry them.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
 
 export const PIN = "pi-session:pin";
 export const UNPIN = "pi-session:unpin";
@@ -212,7 +212,7 @@ export function registerPins(pi: ExtensionAPI, kit: Kit) {
 		if (!(await kit.ready(3000))) return;
 		let a: Inheritance;
 		try {
-			a = (await kit.call<Inheritance>("pins.inherit", {}, { timeoutMs: 5000 })).result;
+			a = (await kit.call<Inheritance>("pins.inherit", {}, { timeoutMs: Deadline.start })).result;
 		} catch {
 			return; // an engine host without pins, or none: nothing to inherit
 		}

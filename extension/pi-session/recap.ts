@@ -10,7 +10,7 @@ import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@e
 import { getAgentDir, getMarkdownTheme, ThinkingSelectorComponent } from "@earendil-works/pi-coding-agent";
 import { getSupportedThinkingLevels } from "@earendil-works/pi-ai/models";
 import { Box, Markdown, Spacer, Text } from "@earendil-works/pi-tui";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
 import {
 	anyChildRunning,
 	cheapestFirst,
@@ -61,7 +61,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		hasPendingMessages: () => ctx?.hasPendingMessages() ?? true,
 		leafId: () => ctx?.sessionManager.getLeafId() ?? null,
 		config: () => loadSummaryConfig(file(), configProblem),
-		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: 30_000, signal }))?.result,
+		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: Deadline.command, signal }))?.result,
 		summarize: (p, config, signal) => {
 			const registry = ctx!.modelRegistry;
 			return summarizeRun(
@@ -69,7 +69,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 					find: (provider, model) => registry.find(provider, model),
 					hasAuth: (model) => registry.hasConfiguredAuth(model),
 					complete: (model, context, options) => registry.streamSimple(model, context as any, options).result() as any,
-					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: 10_000 }))?.result,
+					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: Deadline.command }))?.result,
 				},
 				p,
 				config,
