@@ -125,6 +125,7 @@ func FuzzFrameReader(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"m","bulk":99999999999}` + "\nxx",
 		"\n\n{}\n[1]\nnull\n",
 		`{"jsonrpc":"2.0","id":"\u0000","method":"\ud800","params":{"a":[1,2,{"b":null}]},"timeoutMs":0}` + "\n",
+		`{"jsonrpc":"2.0","id":2,"method":"m","timeoutMs":250,"deadline":1796083130215}` + "\n" + `{"jsonrpc":"2.0","id":3,"method":"m","deadline":-1}` + "\n",
 	} {
 		f.Add([]byte(s))
 	}
