@@ -295,9 +295,9 @@ export default function (pi: ExtensionAPI) {
 function lateRow(cl: Client, row: (k: string, v: string) => void) {
 	const st = cl.stats;
 	if (st.waited + st.skipped + st.stuck === 0) return;
-	const last = st.last ? ` (last: ${st.last.method}, no answer within ${human(st.last.timeoutMs)})` : "";
-	const calls = (n: number) => `${n} call${n === 1 ? "" : "s"}`;
-	row("late", `${calls(st.waited)} waited out their deadline${last}, ${calls(st.skipped)} went on at once without the engine; ${st.stuck} host${st.stuck === 1 ? "" : "s"} left for not answering`);
+	const last = st.last ? ` (last: ${st.last.method}, ${human(st.last.timeoutMs)})` : "";
+	const n = (k: number, one: string, many: string) => `${k} ${k === 1 ? one : many}`;
+	row("late", `${n(st.waited, "call waited out its", "calls waited out their")} deadline${last}, ${st.skipped} went on at once; ${n(st.stuck, "host", "hosts")} left for not answering`);
 }
 
 function duration(s: number): string {
