@@ -393,8 +393,9 @@ test("back to the better host when it answers; calls in flight finish where they
 	await f.stop();
 });
 
-test("notices: one per outage, whatever the host; late answers not during one", () => {
-	const n = new Notices(1000, () => 0);
+test("notices: one per outage, whatever the host; late answers not during one, nor right after it", () => {
+	let now = 0;
+	const n = new Notices(1000, () => now);
 	const told = [
 		n.state("connecting"),
 		n.state("down", new Error("connect x: ENOENT")),
@@ -409,6 +410,9 @@ test("notices: one per outage, whatever the host; late answers not during one", 
 		"pi-session: engine unreachable (connect x: ENOENT); pi continues without it and reconnects by itself",
 		"pi-session: the engine host (wrapper, pid 7) stopped answering: a ping got no answer within 1 s; pi continues without it, and the extension moves to a fresh engine host",
 	]);
+	assert.equal(n.late({ method: "m", timeoutMs: 250, at: 0 }, 1), undefined, "a fresh host slow at first is part of the outage told");
+	now = 1000;
+	assert.match(n.late({ method: "m", timeoutMs: 250, at: 0 }, 2) ?? "", /^pi-session: m did not answer within 250 ms \(and 1 more call\); pi went on without its answer/);
 	assert.equal(human(250), "250 ms");
 	assert.equal(human(1500), "1.5 s");
 	assert.equal(human(300_000), "5 min");

@@ -559,7 +559,8 @@ type Conn = { sock: net.Socket; info: HelloResult; path: string };
 
 // Notices decides what the user is told about the engine: one notice per
 // outage (unreachable or stuck, until connected again, to any host) and at
-// most one about late answers per quietMs while the host answers. The
+// most one about late answers per quietMs while the host answers, an
+// outage's notice counting as one (a fresh host is slow at first). The
 // texts say what pi does meanwhile.
 export class Notices {
 	private outage = false;
@@ -580,6 +581,7 @@ export class Notices {
 		}
 		if (s !== "down" || this.outage) return undefined;
 		this.outage = true;
+		this.lateAt = this.now(); // the episode is told: slow answers right after it are part of it
 		if (err instanceof StuckError) return `pi-session: ${err.message}; pi continues without it, and the extension moves to a fresh engine host`;
 		return `pi-session: engine unreachable (${err?.message ?? "unknown error"}); pi continues without it and reconnects by itself`;
 	}
