@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/pitest"
 )
 
@@ -356,4 +359,88 @@ func hostLog(t *testing.T, e *pitest.Env) []hostLine {
 		}
 	}
 	return out
+}
+
+// TestSlowEngine: an engine that stops answering on a host that still
+// answers (a host blocked on a slow disk: its other goroutines run on).
+// The first call waits out its deadline, pi goes on, the user is told
+// once, and the engine's next calls go on without it instead of each
+// waiting; the host is not left.
+func TestSlowEngine(t *testing.T) {
+	e := pitest.NewEnv(t)
+	dir, err := os.MkdirTemp("", "se")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "h.sock")
+	release := make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	stuck := hooks.Engine{Name: "disk", Hooks: map[string]string{"tool_result": "toolResult"}, Methods: map[string]hooks.Handler{
+		"toolResult": func(ctx context.Context, r *hooks.Request) (any, error) {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			<-release // a write that does not come back
+			return nil, nil
+		},
+	}}
+	h, err := hooks.Listen(hooks.Config{Path: sock, Mode: "serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	defer close(release)
+	if err := h.Register(stuck); err != nil {
+		t.Fatal(err)
+	}
+	go h.Serve(context.Background())
+	e.Set(hooks.EnvSocket, sock)
+	e.Scenario(map[string]any{"repeat": true, "steps": []map[string]any{
+		{"tool": "bash", "args": map[string]any{"command": "echo result-of-the-tool"}},
+		{"text": "saw: ${lastToolResult}"},
+	}})
+	rpc := pitest.StartRPC(t, e.Command(filepath.Join(pitest.ToolsBin(t), "pi"), append(e.PiArgs("extension"), "--mode", "rpc")...))
+	rpc.WaitFrom(0, "connected", func(r pitest.Record) bool {
+		return r.IsStatus("pi-session", "pi-session") && !r.IsStatus("pi-session", "offline")
+	})
+	mark := rpc.Mark()
+	took := prompts(rpc, 6, "slow disk")
+	t.Logf("prompts with the engine stuck took %v", took)
+	reqs := e.Requests()
+	results := 0
+	for _, m := range reqs[len(reqs)-1].Decoded() {
+		if m.Role != "toolResult" {
+			continue
+		}
+		results++
+		if m.Text() != "result-of-the-tool\n" {
+			t.Errorf("the model saw %q, want the tool's own result", m.Text())
+		}
+	}
+	if results != 6 {
+		t.Errorf("the model saw %d tool results, want 6", results)
+	}
+	rpc.WaitFrom(mark, "the notice about the slow engine", func(r pitest.Record) bool {
+		return r.IsNotify() && strings.Contains(r.Str("message"), "did not answer within")
+	})
+	waited, skipped, left, row := lateCounts(t, rpc)
+	mu.Lock()
+	t.Logf("%s; the engine got %d calls", row, calls)
+	mu.Unlock()
+	if left != 0 {
+		t.Errorf("a host that answers was left: %s", row)
+	}
+	// Six prompts in well under the 5 s the engine is held back: one
+	// call waits out its deadline (two, should the prompts take longer).
+	if waited < 1 || waited > 2 || skipped < 4 {
+		t.Errorf("%d calls waited out their deadline and %d went on at once over 6 prompts, want 1 (or 2) and the rest: %s", waited, skipped, row)
+	}
+	if n := engineNotices(rpc, mark); len(n) != 1 {
+		t.Errorf("%d notices, want exactly one: %q", len(n), n)
+	}
+	if code := rpc.Close(); code != 0 {
+		t.Errorf("pi exit status %d; stderr:\n%s", code, rpc.Stderr())
+	}
 }

@@ -111,6 +111,7 @@ export type Options = {
 	backoffMs?: number; // first retry delay; doubles up to maxBackoffMs; default 100
 	maxBackoffMs?: number; // default 5000
 	betterMs?: number; // first try of a better host; doubles up to 60 s; default 5000
+	slowMs?: number; // how long an engine that let a call wait out its deadline gets no calls; doubles up to 60 s; default 5000
 	onState?: (state: State, error?: Error) => void;
 	// onLate: calls waited out their deadlines (the first one, and how
 	// many) while the host still answered a ping: the engine is slow.
@@ -137,6 +138,14 @@ export type Answer<T> = { result: T; bulk?: Buffer };
 type Pending = { sock: net.Socket; resolve: (f: Frame) => void; reject: (e: Error) => void; timer?: NodeJS.Timeout; watch?: NodeJS.Timeout };
 
 const MAX_BETTER_MS = 60_000;
+const MAX_SLOW_MS = 60_000;
+
+// engineOf is the engine a method belongs to ("budget" of budget.turnEnd);
+// "" for the host's own methods.
+function engineOf(method: string): string {
+	const dot = method.indexOf(".");
+	return dot > 0 && !method.startsWith("rpc.") ? method.slice(0, dot) : "";
+}
 
 export class Client {
 	state: State = "idle";
@@ -159,6 +168,7 @@ export class Client {
 	private betterTimer: NodeJS.Timeout | undefined;
 	private betterDelay: number;
 	private retiring = new Map<net.Socket, () => void>();
+	private slow = new Map<string, { until: number; backoff: number; trial: boolean }>(); // by engine
 
 	constructor(opts: Options) {
 		this.opts = {
@@ -171,6 +181,7 @@ export class Client {
 			backoffMs: 100,
 			maxBackoffMs: 5000,
 			betterMs: 5000,
+			slowMs: 5000,
 			...opts,
 		};
 		this.delay = this.opts.backoffMs;
@@ -208,8 +219,36 @@ export class Client {
 			const why = this.probing ? "the engine host is not answering" : `pi-session engine unavailable${this.lastError ? ": " + this.lastError.message : ""}`;
 			throw new EngineError(Code.Unavailable, why);
 		}
+		// An engine that let a call wait out its deadline gets no more
+		// calls for a while, then one at a time until one is answered in
+		// time: a slow engine (a host blocked on a slow disk still answers
+		// pings) costs pi one deadline now and then, not one a call.
+		const engine = engineOf(method);
+		const slow = engine ? this.slow.get(engine) : undefined;
+		if (slow) {
+			if (slow.trial || Date.now() < slow.until) {
+				this.stats.skipped++;
+				throw new EngineError(Code.Unavailable, `pi-session: the ${engine} engine is slow (a call waited out its deadline); ${method} goes on without it`);
+			}
+			slow.trial = true;
+		}
 		const left = Math.max(1, timeoutMs - (Date.now() - started));
-		const f = await this.send(this.sock, method, params, left, o.bulk, o.signal);
+		let f: Frame;
+		try {
+			f = await this.send(this.sock, method, params, left, o.bulk, o.signal);
+		} catch (e) {
+			if (slow) slow.trial = false;
+			const err = e as EngineError;
+			if (err.code === Code.Deadline && !err.local && engine) {
+				// The host's own deadline answered first: it works, the engine is slow.
+				const l = this.noteLate(method, left);
+				this.opts.onLate?.(l, 1);
+			} else if (engine && err.code !== Code.Deadline && err.code !== Code.Unavailable && err.code !== Code.Cancelled) {
+				this.slow.delete(engine); // it answered in time, if with an error
+			}
+			throw e;
+		}
+		if (engine) this.slow.delete(engine);
 		return { result: f.msg.result as T, bulk: f.bulk };
 	}
 
@@ -267,6 +306,7 @@ export class Client {
 
 	// use makes c the connection calls go to.
 	private use(c: Conn) {
+		this.slow.clear(); // another host: its engines have not been slow yet
 		this.sock = c.sock;
 		this.info = c.info;
 		this.socket = c.path;
@@ -403,11 +443,24 @@ export class Client {
 	// connection left behind, the host is asked whether it still answers.
 	private missed(sock: net.Socket, method: string, timeoutMs: number) {
 		if (this.sock !== sock) return;
+		this.late.push(this.noteLate(method, timeoutMs));
+		this.probe(sock);
+	}
+
+	// noteLate counts a call that waited out its deadline and holds its
+	// engine's calls back (see call): slowMs at first, doubling up to a
+	// minute while its calls keep waiting out their deadlines.
+	private noteLate(method: string, timeoutMs: number): Late {
 		const l = { method, timeoutMs, at: Date.now() };
 		this.stats.waited++;
 		this.stats.last = l;
-		this.late.push(l);
-		this.probe(sock);
+		const engine = engineOf(method);
+		if (engine) {
+			const prev = this.slow.get(engine);
+			const backoff = prev ? Math.min(prev.backoff * 2, MAX_SLOW_MS) : this.opts.slowMs;
+			this.slow.set(engine, { until: l.at + backoff, backoff, trial: false });
+		}
+		return l;
 	}
 
 	// probe pings the host once (a no-op while a ping is in flight). An
@@ -594,7 +647,7 @@ export class Notices {
 		if (t - this.lateAt < this.quietMs) return undefined;
 		this.lateAt = t;
 		const more = count > 1 ? ` (and ${count - 1} more call${count > 2 ? "s" : ""})` : "";
-		return `pi-session: ${first.method} did not answer within ${human(first.timeoutMs)}${more}; pi went on without its answer. The engine host still answers, so an engine is slow; this is said at most once every ${human(this.quietMs)}, and /pi-session counts such calls`;
+		return `pi-session: ${first.method} did not answer within ${human(first.timeoutMs)}${more}; pi went on without its answer. The engine host still answers, so an engine is slow: pi goes on without that engine for a few seconds at a time until it answers in time again. Said at most once every ${human(this.quietMs)}; /pi-session counts such calls`;
 	}
 }
 
