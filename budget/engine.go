@@ -1084,16 +1084,18 @@ func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
 	e.readBranch(s, func(b []*session.Entry) { requests, pinned = UserMessagesSince(b, s.wasDiscarded), Pins(b) })
 	doc := MechanicalSummary(prior, requests, pinned, s.peer.SessionFile)
 	dir := HandoffDir(s.peer.Cwd)
-	n := NextN(dir, s.peer.SessionID, s.restored.MaxN)
-	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
-	sc := &Sidecar{Version: 1, ID: id, Path: filepath.Join(dir, id+".md"),
-		Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
-		Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile, Pins: pinned},
-		Backoff:  HandoffDetails{Kind: "handoff", Path: filepath.Join(dir, id+".md"), Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}
-	if err := WriteHandoff(dir, sc, doc); err != nil {
+	sc, _, err := CreateHandoff(dir, s.peer.SessionID, s.restored.MaxN, func(n int) (*Sidecar, string, error) {
+		id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+		path := filepath.Join(dir, id+".md")
+		return &Sidecar{Version: 1, ID: id, Path: path,
+			Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
+			Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile, Pins: pinned},
+			Backoff:  HandoffDetails{Kind: "handoff", Path: path, Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}, doc, nil
+	})
+	if err != nil {
 		return "", err
 	}
-	s.restored.MaxN = n
+	s.restored.MaxN = sc.Metadata.N
 	s.last, s.lastAt = sc.Backoff, e.opt.Now()
 	e.event(s, "emergency_handoff", map[string]any{"handoff": sc.Path, "reason": reason})
 	return sc.Path, nil

@@ -82,12 +82,9 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	}
 	// Metadata.
 	dir := HandoffDir(s.peer.Cwd)
-	n := NextN(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N))
-	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
-	path := filepath.Join(dir, id+".md")
 	var branch []*session.Entry
 	e.readBranch(s, func(b []*session.Entry) { branch = b })
-	m := Metadata{SessionID: s.peer.SessionID, N: n, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
+	m := Metadata{SessionID: s.peer.SessionID, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
 		PreviousHandoff: s.last.Path, Integrations: hp.Integrations}
 	m.Source = e.previewSource(s)
 	if e.opt.Git {
@@ -123,19 +120,33 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		m.Resume = &r
 		e.event(s, "resume_check", map[string]any{"when": "before_handoff", "exitCode": r.ExitCode, "timedOut": r.TimedOut, "truncated": r.Truncated})
 	}
-	doc, err := Render(a, m, DefaultDocLimits)
-	if err != nil {
-		e.event(s, "handoff_oversize", map[string]any{"error": err.Error()})
-		return toolError(s, "%v", err)
+	// The number is taken when the files are written: another pi on this
+	// session may take the one chosen first, and the handoff, which
+	// names its number, is laid out again under the next.
+	var renderErr error
+	sc, doc, err := CreateHandoff(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N), func(n int) (*Sidecar, string, error) {
+		m.N = n
+		doc, err := Render(a, m, DefaultDocLimits)
+		if err != nil {
+			renderErr = err
+			return nil, "", err
+		}
+		id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+		path := filepath.Join(dir, id+".md")
+		details := HandoffDetails{Kind: "handoff", Path: path, Source: m.Source, N: n, Head: head, Words: words, WrittenAt: e.opt.Now()}
+		return &Sidecar{Version: 1, ID: id, ToolCallID: hp.ToolCallID, Path: path, Args: a, Metadata: m, Backoff: details}, doc, nil
+	})
+	if renderErr != nil {
+		e.event(s, "handoff_oversize", map[string]any{"error": renderErr.Error()})
+		return toolError(s, "%v", renderErr)
 	}
-	details := HandoffDetails{Kind: "handoff", Path: path, Source: m.Source, N: n, Head: head, Words: words, WrittenAt: e.opt.Now()}
-	sc := &Sidecar{Version: 1, ID: id, Path: path, Args: a, Metadata: m, Backoff: details}
-	if err := WriteHandoff(dir, sc, doc); err != nil {
+	if err != nil {
 		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
 		return toolError(s, "context_handoff: %v", err)
 	}
+	path, details := sc.Path, sc.Backoff
 	s.last, s.lastAt = details, e.opt.Now()
-	s.restored.MaxN = n
+	s.restored.MaxN = sc.Metadata.N
 	s.discarded = nil
 	e.apply(s, HandoffWritten{Path: path, ToolCallID: hp.ToolCallID})
 	var b strings.Builder
