@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/hostproc"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
@@ -226,7 +227,7 @@ func RunGit(ctx context.Context, dir, since string) ([]string, error) {
 	}
 	cmd := exec.CommandContext(ctx, "git", "-C", dir, "log", "--since="+since, "--format=%h %s", "-n", "50", "--no-color")
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
+	out, err := hostproc.Output(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("relay: git log in %s: %w", dir, err)
 	}
