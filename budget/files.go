@@ -153,6 +153,47 @@ func WriteHandoff(dir string, sc *Sidecar, doc string) (err error) {
 	return nil
 }
 
+// findLimit bounds how many of a session's newest handoffs FindHandoff
+// reads: the one it looks for was being written a moment ago.
+const findLimit = 16
+
+// FindHandoff looks in dir for the handoff of sessionID that the
+// context_handoff call toolCallID wrote, among the newest findLimit. It
+// returns its sidecar when the handoff is complete (its document exists
+// and names it: WriteHandoff writes the document last), or, when only its
+// sidecar is there, the sidecar's path.
+func FindHandoff(dir, sessionID, toolCallID string) (complete *Sidecar, torn string) {
+	var nums []int
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		num, ok := strings.CutPrefix(e.Name(), sessionID+"-")
+		if !ok {
+			continue
+		}
+		if num, ok = strings.CutSuffix(num, ".json"); !ok {
+			continue
+		}
+		if k, err := strconv.Atoi(num); err == nil && k > 0 && strconv.Itoa(k) == num {
+			nums = append(nums, k)
+		}
+	}
+	slices.Sort(nums)
+	for i := len(nums) - 1; i >= 0 && i >= len(nums)-findLimit; i-- {
+		id := fmt.Sprintf("%s-%d", sessionID, nums[i])
+		path := filepath.Join(dir, id+".md")
+		sc, err := ReadSidecar(path)
+		if err != nil || sc.ToolCallID != toolCallID || sc.ID != id || sc.Path != path {
+			continue
+		}
+		doc, err := regfile.Read(path, maxHandoffRead)
+		if err != nil || !strings.HasPrefix(string(doc), "# Handoff "+id+"\n") {
+			return nil, strings.TrimSuffix(path, ".md") + ".json"
+		}
+		return sc, ""
+	}
+	return nil, ""
+}
+
 // maxSidecarBytes bounds a sidecar read back: the arguments are at most
 // MaxArgsBytes, the metadata far less.
 const maxSidecarBytes = 4 << 20

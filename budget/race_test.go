@@ -2,6 +2,7 @@ package budget
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Tests whose processes race run children: this test binary with
@@ -23,6 +26,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("BUDGET_CHILD") {
 	case "handoffs":
 		os.Exit(handoffChild(os.Getenv("BUDGET_CHILD_AGENT"), os.Getenv("BUDGET_CHILD_CWD")))
+	case "killed-host":
+		os.Exit(killedHostChild(os.Getenv("BUDGET_CHILD_AGENT"), os.Getenv("BUDGET_CHILD_CWD")))
 	}
 	os.Exit(m.Run())
 }
@@ -106,7 +111,7 @@ func raceRounds(def int) int {
 // must get a handoff of its own: its document, sidecar and launch prompt,
 // none replaced by the other's.
 func TestTwoHandoffsAtOnce(t *testing.T) {
-	e := newTestEnv(t, `{"mode":"enforce"}`)
+	e := bareEnv(t, `{"mode":"enforce"}`)
 	cwd := filepath.Join(e.dir, "plain") // no repository: no git to wait for
 	os.MkdirAll(cwd, 0o700)
 	env := []string{"BUDGET_CHILD_AGENT=" + e.agent, "BUDGET_CHILD_CWD=" + cwd}
@@ -243,4 +248,135 @@ func ownFiles(t *testing.T, sc *Sidecar) bool {
 	lp, lerr := os.ReadFile(sc.Launch)
 	_, derr := os.Stat(sc.Path)
 	return err == nil && got.ID == sc.ID && lerr == nil && string(lp) == sc.Args.LaunchPrompt && derr == nil
+}
+
+// killedHostChild is an engine host killed during its one context_handoff
+// (with toolCallId "kill"): it runs the handoff with the resume check of
+// PI_RESUME_CHECK and then waits to be killed.
+func killedHostChild(agent, cwd string) int {
+	vars := map[string]string{"PI_CODING_AGENT_DIR": agent, "HOME": filepath.Dir(agent), "PI_RESUME_CHECK": os.Getenv("BUDGET_CHILD_CHECK")}
+	eng, err := New(Options{Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	p := Peer{SessionID: "kill", Cwd: cwd}
+	eng.Start(p, nil, StartParams{Model: "faux/faux-1"})
+	eng.Handoff(context.Background(), p, nil, HandoffParams{Args: []byte(`{"goal":"ship","next_step":"test","facts":"lexer done","launch_prompt":"go on"}`), ToolCallID: "kill"})
+	fmt.Println("answered")
+	select {}
+}
+
+// TestHostKilledDuringHandoff: an engine host is killed during its
+// context_handoff, many times: half the tries in the middle of a long
+// resume check, the others at points spread from the end of a short check
+// over the writing of the files to after the answer. Another host then
+// settles the call the way the extension asks it to (HandoffOutcome): a
+// handoff whose document is on disk is taken over and waits for its
+// commit; any other gets a tool error that says nothing was written and
+// to call again. No process of the resume check outlives the killed host.
+func TestHostKilledDuringHandoff(t *testing.T) {
+	tries := raceRounds(40)
+	const short = 30 * time.Millisecond
+	var complete, torn, none, orphans, inCheck, wrong int
+	for i := 0; i < tries; i++ {
+		e := bareEnv(t, `{"mode":"enforce"}`)
+		cwd := filepath.Join(e.dir, "plain")
+		os.MkdirAll(cwd, 0o700)
+		pids := filepath.Join(e.dir, "check-pids")
+		long := i%2 == 0
+		checkTime, delay := short, short-5*time.Millisecond+time.Duration(i)*short/time.Duration(tries)
+		if long {
+			// Killed in the middle: the check would run on for seconds.
+			checkTime, delay = 5*time.Second, 10*time.Millisecond
+			inCheck++
+		}
+		check := fmt.Sprintf(`sleep %.3f & echo "$$ $!" > %s.tmp; mv %s.tmp %s; wait; echo checked`, checkTime.Seconds(), pids, pids, pids)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "BUDGET_CHILD=killed-host", "BUDGET_CHILD_AGENT="+e.agent, "BUDGET_CHILD_CWD="+cwd, "BUDGET_CHILD_CHECK="+check)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var checkPIDs []int
+		for k := 0; len(checkPIDs) == 0; k++ {
+			if b, err := os.ReadFile(pids); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					pid, _ := strconv.Atoi(f)
+					checkPIDs = append(checkPIDs, pid)
+				}
+			}
+			if k == 10000 {
+				t.Fatal("the resume check never started")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(delay)
+		cmd.Process.Kill()
+		cmd.Wait()
+		// The kernel signals them as the host dies; give them 200 ms.
+		for _, pid := range checkPIDs {
+			for k := 0; processRuns(pid); k++ {
+				if k == 200 {
+					if long {
+						orphans++
+					}
+					syscall.Kill(pid, syscall.SIGKILL)
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		doc := filepath.Join(HandoffDir(cwd), "kill-1.md")
+		_, derr := os.Stat(doc)
+		_, serr := os.Stat(strings.TrimSuffix(doc, ".md") + ".json")
+		// The host that takes over.
+		eng := e.engine()
+		a := eng.HandoffOutcome(Peer{SessionID: "kill", Cwd: cwd}, nil, "kill")
+		switch {
+		case derr == nil:
+			complete++
+			if a.IsError || a.View.Pending != doc || !strings.Contains(a.Text, "Handoff written to "+doc) {
+				wrong++
+				t.Errorf("try %d: a complete handoff was not taken over: %+v", i, a)
+			}
+		default:
+			if serr == nil {
+				torn++
+			} else {
+				none++
+			}
+			if !a.IsError || a.View.Pending != "" || !strings.Contains(a.Text, "Call context_handoff again") {
+				wrong++
+				t.Errorf("try %d: a handoff not written was not reported so: %+v", i, a)
+			}
+		}
+	}
+	t.Logf("%d hosts killed during context_handoff: %d handoffs complete, %d torn (a sidecar alone), %d not written; %d answers of the host taking over wrong; %d processes of the %d resume checks killed in their middle outlived their host",
+		tries, complete, torn, none, wrong, orphans, inCheck)
+	if orphans > 0 {
+		t.Errorf("%d processes of resume checks outlived the host that started them", orphans)
+	}
+}
+
+// bareEnv is newTestEnv without the repository.
+func bareEnv(t *testing.T, config string) *testEnv {
+	dir := t.TempDir()
+	e := &testEnv{t: t, dir: dir, agent: filepath.Join(dir, "agent"), cwd: dir, now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	os.MkdirAll(e.agent, 0o700)
+	e.vars = map[string]string{"PI_CODING_AGENT_DIR": e.agent, "HOME": dir}
+	if err := os.WriteFile(filepath.Join(e.agent, "context-budget.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// processRuns reports whether pid runs (a zombie has exited).
+func processRuns(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
