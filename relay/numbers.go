@@ -42,16 +42,39 @@ func takeNumber(dir string) (int, error) {
 		return NextNote(dir), nil
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	buf := make([]byte, 24)
-	k, _ := f.ReadAt(buf, 0)
-	last, _ := strconv.Atoi(strings.TrimSpace(string(buf[:k])))
-	n := max(NextNote(dir), last+1)
+	n := max(NextNote(dir), readLast(f)+1)
 	// Numbers only grow, so the new one covers the old; one small write.
 	b := []byte(strconv.Itoa(n) + "\n")
 	if _, err := f.WriteAt(b, 0); err == nil {
 		f.Truncate(int64(len(b)))
 	}
 	return n, nil
+}
+
+// readLast reads the counter; 0 when it holds no number.
+func readLast(f *os.File) int {
+	buf := make([]byte, 24)
+	k, _ := f.ReadAt(buf, 0)
+	last, err := strconv.Atoi(strings.TrimSpace(string(buf[:k])))
+	if err != nil || last < 0 {
+		return 0
+	}
+	return last
+}
+
+// PeekNumber is the number takeNumber would hand out now, taking none
+// (what the command line's preview of a note names).
+func PeekNumber(dir string) int {
+	n := NextNote(dir)
+	f, err := os.OpenFile(filepath.Join(dir, lastName), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return n
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return n
+	}
+	return max(n, readLast(f)+1)
 }
 
 // lockWithin takes an exclusive flock of fd, trying until wait has passed.

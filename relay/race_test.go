@@ -180,3 +180,31 @@ func TestRemovedNoteNumberStaysTaken(t *testing.T) {
 		t.Errorf("the second relay's note after the first's Discard: %v, %.80q", err, got)
 	}
 }
+
+func TestPeekNumber(t *testing.T) {
+	dir := t.TempDir()
+	if n := PeekNumber(dir); n != 1 {
+		t.Errorf("PeekNumber of an empty directory = %d, want 1", n)
+	}
+	for want := 1; want <= 3; want++ {
+		n, err := takeNumber(dir)
+		if err != nil || n != want {
+			t.Fatalf("takeNumber = %d, %v; want %d", n, err, want)
+		}
+	}
+	// No note was written: the counter alone says 3 are taken.
+	if n := PeekNumber(dir); n != 4 {
+		t.Errorf("PeekNumber after three numbers = %d, want 4", n)
+	}
+	os.WriteFile(filepath.Join(dir, "9.md"), []byte("x"), 0o600)
+	if n := PeekNumber(dir); n != 10 {
+		t.Errorf("PeekNumber with note 9 = %d, want 10", n)
+	}
+	if n, _ := takeNumber(dir); n != 10 {
+		t.Errorf("takeNumber with note 9 = %d, want 10", n)
+	}
+	os.WriteFile(filepath.Join(dir, lastName), []byte("garbage"), 0o600)
+	if n := PeekNumber(dir); n != 10 {
+		t.Errorf("PeekNumber with a damaged counter = %d, want 10 (the notes decide)", n)
+	}
+}
