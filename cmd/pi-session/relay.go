@@ -285,7 +285,7 @@ func cmdEngineRelay(ctx context.Context, inv *invocation) int {
 	}
 	// The note names the file /relay would store it in.
 	eng := relay.New(relay.Options{AgentDir: agentDir})
-	n := relay.NextNote(eng.Dir(f.Header.ID))
+	n := relay.PeekNumber(eng.Dir(f.Header.ID))
 	notePath := filepath.Join(eng.Dir(f.Header.ID), strconv.Itoa(n)+".md")
 	p, err := relay.Compose(ctx, read, relay.RunGit, path, *leaf, *firstKept, 0, cfg, n, notePath)
 	if err != nil {
