@@ -3,6 +3,7 @@ package budget
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 )
 
@@ -61,7 +63,9 @@ func NextN(dir, sessionID string, after int) int {
 // given as text) <id>.launch-prompt.md, each atomically with mode 0600.
 // The handoff is written last: it exists only when the rest does.
 func WriteHandoff(dir string, sc *Sidecar, doc string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// <repo>/.ai-work/handoffs: refused when someone else could write
+	// there (a relaunch and the model read the handoff back).
+	if _, err := owndir.Make(dir, 2); err != nil {
 		return fmt.Errorf("budget: handoff directory: %w", err)
 	}
 	if lp := sc.Args.LaunchPrompt; lp != "" {
@@ -100,9 +104,27 @@ const maxSidecarBytes = 4 << 20
 func ReadSidecar(handoff string) (*Sidecar, error) {
 	// The path comes from the session's entries: a FIFO or a device there
 	// must not hang or flood the engine.
-	b, err := regfile.Read(strings.TrimSuffix(handoff, ".md")+".json", maxSidecarBytes)
+	// It is not trusted when someone else could have written it: a
+	// sidecar owned by another user or writable by others, or a link.
+	path := strings.TrimSuffix(handoff, ".md") + ".json"
+	f, err := regfile.OpenNoFollow(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := owndir.CheckFile(path, fi); err != nil {
+		return nil, fmt.Errorf("budget: sidecar not trusted: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSidecarBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSidecarBytes {
+		return nil, fmt.Errorf("budget: sidecar %s: over %d bytes: %w", path, maxSidecarBytes, regfile.ErrTooLarge)
 	}
 	var sc Sidecar
 	if err := json.Unmarshal(b, &sc); err != nil {

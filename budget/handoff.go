@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
 )
@@ -82,6 +83,13 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	}
 	// Metadata.
 	dir := HandoffDir(s.peer.Cwd)
+	// A directory someone else could write to is refused before anything
+	// is made; a link is used, said once (WriteHandoff makes it).
+	dirWarning, err := owndir.Check(dir, 2)
+	if err != nil {
+		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
+		return toolError(s, "context_handoff: no handoff was written: %s", strings.TrimPrefix(err.Error(), "owndir: "))
+	}
 	n := NextN(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N))
 	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
 	path := filepath.Join(dir, id+".md")
@@ -142,6 +150,9 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	fmt.Fprintf(&b, "Handoff written to %s (%d bytes).", path, len(doc))
 	if len(m.Lint) > 0 {
 		fmt.Fprintf(&b, " %d lint %s recorded in it.", len(m.Lint), plural(len(m.Lint), "warning was", "warnings were"))
+	}
+	if dirWarning != "" {
+		fmt.Fprintf(&b, " Warning: %s.", dirWarning)
 	}
 	if s.state.Relaunch || (manual && s.limits.Wrapper && !s.state.WrapperLost) {
 		b.WriteString(" End your turn now without further tools: pi-session restarts pi in a fresh process that continues from this handoff.")
