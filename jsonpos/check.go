@@ -84,8 +84,8 @@ func (f Finding) Hint() string {
 	}
 	shown := f.Known
 	more := ""
-	if len(shown) > 12 {
-		shown, more = shown[:12], fmt.Sprintf(", and %d more", len(f.Known)-12)
+	if len(shown) > 16 {
+		shown, more = shown[:16], fmt.Sprintf(", and %d more", len(f.Known)-16)
 	}
 	quoted := make([]string, len(shown))
 	for i, k := range shown {

@@ -11,6 +11,7 @@ import (
 // Key is one member key of some object in the text.
 type Key struct {
 	Parent   []string // the keys above it, outermost first (array levels add nothing)
+	InArray  bool     // an array lies between it and the top object
 	Key      string
 	Line     int // 1-based, of the key's opening quote
 	Object   int // which object holds it: the same number for members of one object
@@ -32,7 +33,7 @@ func Keys(data []byte) (keys []Key, ok bool) {
 	if s.i >= len(s.data) || s.data[s.i] != '{' {
 		return nil, false
 	}
-	s.value(nil)
+	s.value(nil, false)
 	return s.keys, true
 }
 
@@ -58,7 +59,7 @@ func (s *scanner) space() {
 
 // value reads the value at s.i (valid JSON), recording the keys of the
 // objects in it.
-func (s *scanner) value(parent []string) {
+func (s *scanner) value(parent []string, inArray bool) {
 	s.space()
 	switch s.data[s.i] {
 	case '{':
@@ -78,11 +79,11 @@ func (s *scanner) value(parent []string) {
 			}
 			line := s.line
 			key := s.str()
-			s.keys = append(s.keys, Key{Parent: parent, Key: key, Line: line, Object: id, Repeated: seen[key]})
+			s.keys = append(s.keys, Key{Parent: parent, InArray: inArray, Key: key, Line: line, Object: id, Repeated: seen[key]})
 			seen[key] = true
 			s.space()
 			s.i++ // ':'
-			s.value(append(append([]string{}, parent...), key))
+			s.value(append(append([]string{}, parent...), key), inArray)
 			s.space()
 			if s.data[s.i] == ',' {
 				s.i++
@@ -96,7 +97,7 @@ func (s *scanner) value(parent []string) {
 				s.i++
 				return
 			}
-			s.value(parent)
+			s.value(parent, true)
 			s.space()
 			if s.data[s.i] == ',' {
 				s.i++
@@ -140,11 +141,12 @@ func Above(k Key) string {
 }
 
 // Expected sorts the keys a reader must report: unknown is each key that
-// lies where the reader's schema speaks (checked) and is not known there,
+// lies where the reader's schema speaks (checked; never inside an array,
+// where a schema of objects does not reach) and is not known there,
 // repeated each key an earlier member of its object had.
 func Expected(keys []Key, known func(k Key) (checked, ok bool)) (unknown, repeated []Key) {
 	for _, k := range keys {
-		if checked, ok := known(k); checked && !ok {
+		if checked, ok := known(k); checked && !ok && !k.InArray {
 			unknown = append(unknown, k)
 		}
 		if k.Repeated {
