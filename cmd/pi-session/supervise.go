@@ -51,6 +51,8 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	defer sup.Close()
 	if err := marker.CheckDir(markerDir); err != nil {
 		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
+	} else if w, _ := owndir.Check(markerDir, 1); w != "" {
+		sup.Notice("%s", w) // a link: markers are written where it leads
 	}
 	if w, err := owndir.Check(status.StoreFromEnv(inv.env.Get).Dir(), 2); err != nil {
 		sup.Notice("status records are not written: %v", strings.TrimPrefix(err.Error(), "owndir: "))
