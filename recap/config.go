@@ -102,6 +102,11 @@ func ParseConfig(name string, data []byte) LoadedConfig {
 	}
 	var unknown []string
 	for _, f := range jsonpos.Check(data, configSchema) {
+		if f.Kind == jsonpos.RepeatedKey && f.Path == "enabled" {
+			// Not "the last one is used": which one counts is said below.
+			say(f.Pos, "enabled", "given twice (first at line %d, column %d)", f.First.Line, f.First.Column)
+			continue
+		}
 		l.Problems = append(l.Problems, f.Message(name))
 		if f.Kind == jsonpos.UnknownKey { // at the top: the schema says nothing deeper
 			unknown = append(unknown, f.Key)
