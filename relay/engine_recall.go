@@ -137,7 +137,11 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 				// An ancestor that cannot be read (a FIFO, a directory,
 				// no permission, a loop of parents) is skipped: the rest
 				// of the lineage is still searched, and the answer says so.
-				skipped = append(skipped, clip.Echo(path)+": "+clip.Echo(strings.TrimPrefix(err.Error(), "session: ")))
+				why := strings.TrimPrefix(err.Error(), "session: ")
+				if !strings.Contains(why, path) {
+					why = path + ": " + why
+				}
+				skipped = append(skipped, clip.Visible(clip.To(why, 600)))
 				continue
 			}
 			if errors.Is(err, fs.ErrNotExist) {

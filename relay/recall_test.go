@@ -797,7 +797,7 @@ func TestRecallLineageUnreadable(t *testing.T) {
 		if args["query"] != nil && firstHit(got) != inBefore {
 			t.Errorf("recall %v did not search the readable ancestor:\n%s", args, got)
 		}
-		for _, want := range []string{"Not searched (cannot be read): ", fifo + ": ", "a named pipe", asDir + ": ", "a directory"} {
+		for _, want := range []string{"Not searched (cannot be read): ", fifo + " is a named pipe", asDir + " is a directory"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("recall %v lacks %q:\n%s", args, want, got)
 			}
