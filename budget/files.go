@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 )
 
@@ -79,7 +81,9 @@ const maxHandoffTries = 64
 // (a second pi on the same session). It returns what build made for the
 // number written. An error of build is returned as is.
 func CreateHandoff(dir, sessionID string, after int, build func(n int) (*Sidecar, string, error)) (*Sidecar, string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// <repo>/.ai-work/handoffs: refused when someone else could write
+	// there (a relaunch and the model read the handoff back).
+	if _, err := owndir.Make(dir, 2); err != nil {
 		return nil, "", fmt.Errorf("budget: handoff directory: %w", err)
 	}
 	for try := 0; try < maxHandoffTries; try++ {
@@ -109,7 +113,7 @@ func CreateHandoff(dir, sessionID string, after int, build func(n int) (*Sidecar
 // it complete finds the whole handoff. What a failure leaves of this
 // number is removed again.
 func WriteHandoff(dir string, sc *Sidecar, doc string) (err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if _, err := owndir.Make(dir, 2); err != nil {
 		return fmt.Errorf("budget: handoff directory: %w", err)
 	}
 	lp := sc.Args.LaunchPrompt
@@ -202,9 +206,27 @@ const maxSidecarBytes = 4 << 20
 func ReadSidecar(handoff string) (*Sidecar, error) {
 	// The path comes from the session's entries: a FIFO or a device there
 	// must not hang or flood the engine.
-	b, err := regfile.Read(strings.TrimSuffix(handoff, ".md")+".json", maxSidecarBytes)
+	// It is not trusted when someone else could have written it: a
+	// sidecar owned by another user or writable by others, or a link.
+	path := strings.TrimSuffix(handoff, ".md") + ".json"
+	f, err := regfile.OpenNoFollow(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := owndir.CheckFile(path, fi); err != nil {
+		return nil, fmt.Errorf("budget: sidecar not trusted: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSidecarBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSidecarBytes {
+		return nil, fmt.Errorf("budget: sidecar %s: over %d bytes: %w", path, maxSidecarBytes, regfile.ErrTooLarge)
 	}
 	var sc Sidecar
 	if err := json.Unmarshal(b, &sc); err != nil {

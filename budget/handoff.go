@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
 )
@@ -83,6 +84,13 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	}
 	// Metadata.
 	dir := HandoffDir(s.peer.Cwd)
+	// A directory someone else could write to is refused before anything
+	// is made; a link is used, said once (WriteHandoff makes it).
+	dirWarning, err := owndir.Check(dir, 2)
+	if err != nil {
+		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
+		return toolError(s, "context_handoff: no handoff was written: %s", strings.TrimPrefix(err.Error(), "owndir: "))
+	}
 	var branch []*session.Entry
 	e.readBranch(s, func(b []*session.Entry) { branch = b })
 	m := Metadata{SessionID: s.peer.SessionID, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
@@ -150,7 +158,11 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	s.restored.MaxN = sc.Metadata.N
 	s.discarded = nil
 	e.apply(s, HandoffWritten{Path: path, ToolCallID: hp.ToolCallID})
-	return HandoffAnswer{Text: s.writtenText(path, len(doc), len(m.Lint), manual, ""), Details: &details, View: s.view()}
+	note := ""
+	if dirWarning != "" {
+		note = "Warning: " + dirWarning + "."
+	}
+	return HandoffAnswer{Text: s.writtenText(path, len(doc), len(m.Lint), manual, note), Details: &details, View: s.view()}
 }
 
 // writtenText is context_handoff's answer for a handoff written to path:

@@ -17,6 +17,7 @@ import (
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hostproc"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
@@ -94,6 +95,17 @@ func New(opt Options) *Engine {
 // Dir is where the notes of a session are stored.
 func (e *Engine) Dir(sessionID string) string {
 	return filepath.Join(e.opt.AgentDir, "context-relay", sessionID)
+}
+
+// CheckDir checks the directories a session's notes go to, as writing
+// and reading them will (owndir.Check): a warning to give once, or why
+// notes can be neither written nor read there.
+func (e *Engine) CheckDir(sessionID string) (string, error) {
+	dir, levels := e.Dir(sessionID), 2
+	if !safeID().MatchString(sessionID) {
+		dir, levels = filepath.Dir(dir), 1
+	}
+	return owndir.Check(dir, levels)
 }
 
 // ConfigPath is <agentDir>/context-relay.json.
@@ -311,8 +323,10 @@ func (e *Engine) store(ctx context.Context, token, path string, data []byte) err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("relay: the relay was cancelled: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("relay: %w", err)
+	// <agentDir>/context-relay/<sessionId>: refused when someone else
+	// could write there (the note is read back, by recall and the model).
+	if _, err := owndir.Make(filepath.Dir(path), 2); err != nil {
+		return fmt.Errorf("relay: notes: %w", err)
 	}
 	if err := atomicfile.Create(path, data, 0o600); err != nil {
 		return fmt.Errorf("relay: store note: %w", err)
@@ -390,8 +404,12 @@ func (e *Engine) ReadNoteFile(sessionID string, n int) ([]byte, error) {
 	if !safeID().MatchString(sessionID) {
 		return nil, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(sessionID))
 	}
-	// The note directory is the relay's own: a link there is not followed,
-	// and a FIFO or a device is refused rather than read.
+	// The note directory is the relay's own: a note in a directory someone
+	// else could write to is not read, a link there is not followed, and
+	// a FIFO or a device is refused rather than read.
+	if _, err := owndir.Check(e.Dir(sessionID), 2); err != nil {
+		return nil, fmt.Errorf("relay: notes: %w", err)
+	}
 	data, err := regfile.ReadNoFollow(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"), maxNoteBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no note %d (this session's relays wrote %d)", n, NextNote(e.Dir(sessionID))-1)
@@ -415,7 +433,7 @@ type LogEntry struct {
 func (e *Engine) Log(l LogEntry) error {
 	e.logOnce.Do(func() {
 		dir := filepath.Join(e.opt.AgentDir, "context-relay")
-		if e.logErr = os.MkdirAll(dir, 0o700); e.logErr == nil {
+		if _, e.logErr = owndir.Make(dir, 1); e.logErr == nil {
 			e.log, e.logErr = rotate.New(filepath.Join(dir, "log.jsonl"), rotate.Policy{MaxBytes: 5 << 20, Keep: 3})
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
@@ -20,7 +21,7 @@ import (
 func recapEngine() hooks.Engine {
 	return hooks.Engine{
 		Name:    "recap",
-		Methods: map[string]hooks.Handler{"prepare": recapPrepare, "verdict": recapVerdict},
+		Methods: map[string]hooks.Handler{"prepare": recapPrepare, "verdict": recapVerdict, "config": recapConfig},
 	}
 }
 
@@ -47,6 +48,23 @@ func recapPrepare(ctx context.Context, r *hooks.Request) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// recapConfig answers recap.config: {path} -> recap.LoadedConfig, the
+// configuration at path (pi's <agent dir>/summaries/config.private.json,
+// which the extension names) read with the checks every configuration
+// of pi-session gets.
+func recapConfig(ctx context.Context, r *hooks.Request) (any, error) {
+	var p struct {
+		Path string `json:"path"`
+	}
+	if err := r.Decode(&p); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(p.Path) || filepath.Base(p.Path) != "config.private.json" || filepath.Base(filepath.Dir(p.Path)) != "summaries" {
+		return nil, fmt.Errorf("recap: config: %q is not <agent dir>/summaries/config.private.json", clip.Echo(p.Path))
+	}
+	return recap.LoadConfig(p.Path), nil
 }
 
 // recapVerdict answers recap.verdict: the model's answer -> recap.Verdict.

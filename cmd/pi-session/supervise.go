@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/relaunch"
 	"github.com/pi-session/pi-session/status"
@@ -50,6 +51,13 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	defer sup.Close()
 	if err := marker.CheckDir(markerDir); err != nil {
 		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
+	} else if w, _ := owndir.Check(markerDir, 1); w != "" {
+		sup.Notice("%s", w) // a link: markers are written where it leads
+	}
+	if w, err := owndir.Check(status.StoreFromEnv(inv.env.Get).Dir(), 2); err != nil {
+		sup.Notice("status records are not written: %v", strings.TrimPrefix(err.Error(), "owndir: "))
+	} else if w != "" {
+		sup.Notice("%s", w)
 	}
 
 	// The engine host serves every launch; pi's extension finds it through

@@ -15,10 +15,9 @@ import {
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
-	DEFAULT_SUMMARY_CONFIG,
 	echo,
 	isRecapEntryData,
-	loadSummaryConfig,
+	readSummaryConfig,
 	modelLabel,
 	onActivity,
 	RECAP_ENTRY,
@@ -41,13 +40,14 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 	let child = false;
 	let unsubscribe: (() => void) | undefined;
 	const file = () => configPath(getAgentDir());
-	// A config that falls back to the defaults is said once a session per
-	// cause: the defaults turn recaps on and name a model you may not have.
+	// What is wrong with the config (the engine's notice: the problems,
+	// placed in the file, and what they mean) is said once a session per
+	// cause.
 	let told = "";
-	const configProblem = (problem: string) => {
-		if (problem === told) return;
-		told = problem;
-		const text = `Recap: ${problem}; the defaults are used (recaps on, ${DEFAULT_SUMMARY_CONFIG.provider}/${DEFAULT_SUMMARY_CONFIG.model}). Fix the file, or choose again with /recap.`;
+	const configProblem = (notice: string) => {
+		if (notice === told) return;
+		told = notice;
+		const text = `Recap: ${notice}`;
 		try {
 			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
 			else console.error(text);
@@ -55,12 +55,17 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			// a context of a session that ended
 		}
 	};
+	const loadConfig = async () => {
+		const l = await readSummaryConfig(kit.ask, file());
+		if (l.notice) configProblem(l.notice);
+		return l;
+	};
 
 	const controller = new RecapController({
 		isIdle: () => ctx?.isIdle() ?? false,
 		hasPendingMessages: () => ctx?.hasPendingMessages() ?? true,
 		leafId: () => ctx?.sessionManager.getLeafId() ?? null,
-		config: () => loadSummaryConfig(file(), configProblem),
+		config: async () => (await loadConfig()).config,
 		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: 30_000, signal }))?.result,
 		summarize: (p, config, signal) => {
 			const registry = ctx!.modelRegistry;
@@ -156,12 +161,21 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 				else console.error("Recap settings are only available in the TUI.");
 				return;
 			}
-			const config = await loadSummaryConfig(file(), configProblem);
+			const loaded = await loadConfig();
+			if (loaded.unavailable) {
+				c.ui.notify("Recap settings are unavailable: pi-session's engine is not answering, so recaps are off for now.", "warning");
+				return;
+			}
+			const config = loaded.config;
 			const change = "Change model…";
 			const toggle = config.enabled ? "Disable recaps" : "Enable recaps";
 			const choice = await c.ui.select("Recap", [change, toggle]);
+			if (choice !== change && choice !== toggle) return;
+			if (loaded.noSave) {
+				c.ui.notify(`Could not save the private summary config: ${loaded.noSave}`, "error");
+				return;
+			}
 			if (choice === change) return changeModel(c, config);
-			if (choice !== toggle) return;
 			await toggleRecaps(file(), config, controller, (text, level) => c.ui.notify(text, level));
 		},
 	});
