@@ -1,6 +1,7 @@
 package clip
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -40,6 +41,81 @@ func TestTo(t *testing.T) {
 	if got := Echo(big); utf8.RuneCountInString(got) > EchoChars+20 || !strings.HasSuffix(got, "…(1048576 chars)") {
 		t.Errorf("Echo(1 MiB) = %d chars ending %q", utf8.RuneCountInString(got), got[len(got)-20:])
 	}
+}
+
+func TestVisible(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain, 日本語, tab\tand\nnewline", "plain, 日本語, tab\tand\nnewline"},
+		{"osc \x1b]0;title\x07 end", `osc \x1b]0;title\x07 end`},
+		{"invalid \xff\xfe bytes", "invalid \uFFFD\uFFFD bytes"},
+		{"only invalid, no control: \xc3", "only invalid, no control: \uFFFD"},
+		{"8-bit csi as a raw byte \x9b31m", "8-bit csi as a raw byte \uFFFD31m"},
+		{"csi as a character \u009b31m", `csi as a character \u009b31m`},
+		{"cr \r del \x7f nul \x00", `cr \x0d del \x7f nul \x00`},
+	}
+	for _, tt := range tests {
+		if got := Visible(tt.in); got != tt.want {
+			t.Errorf("Visible(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got, want := VisibleLen(tt.in), utf8.RuneCountInString(Visible(tt.in)); got != want {
+			t.Errorf("VisibleLen(%q) = %d, want %d", tt.in, got, want)
+		}
+	}
+}
+
+// TestWriter: a stream written in any pieces comes out as Visible of the
+// whole, a character split between two writes included.
+func TestWriter(t *testing.T) {
+	in := "ok 日本語 \x1b[2J\x1b]52;c;SGk=\x07 \xff end \u009b é"
+	for size := 1; size <= len(in); size++ {
+		var out bytes.Buffer
+		w := NewWriter(&out)
+		for i := 0; i < len(in); i += size {
+			p := []byte(in[i:min(i+size, len(in))])
+			if n, err := w.Write(p); n != len(p) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", p, n, err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := out.String(), Visible(in); got != want {
+			t.Errorf("written %d bytes at a time: %q, want %q", size, got, want)
+		}
+	}
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	w.Write([]byte("cut \xe6\x97"))
+	if got := out.String(); got != "cut " {
+		t.Errorf("before Flush: %q, want the incomplete character held", got)
+	}
+	w.Flush()
+	if got := out.String(); got != "cut \uFFFD\uFFFD" {
+		t.Errorf("after Flush: %q, want %q", got, "cut \uFFFD\uFFFD")
+	}
+}
+
+func FuzzVisible(f *testing.F) {
+	f.Add("a\x1b]0;t\x07\xff\u009b", 3)
+	f.Fuzz(func(t *testing.T, s string, size int) {
+		got := Visible(s)
+		if !utf8.ValidString(got) || strings.ContainsFunc(got, IsControl) {
+			t.Fatalf("Visible(%q) = %q holds a control character or an invalid byte", s, got)
+		}
+		if n := utf8.RuneCountInString(got); n != VisibleLen(s) {
+			t.Fatalf("VisibleLen(%q) = %d, Visible has %d characters", s, VisibleLen(s), n)
+		}
+		size = 1 + max(size, -size)%16
+		var out bytes.Buffer
+		w := NewWriter(&out)
+		for i := 0; i < len(s); i += size {
+			w.Write([]byte(s[i:min(i+size, len(s))]))
+		}
+		w.Flush()
+		if out.String() != got {
+			t.Fatalf("Writer(%q, %d at a time) = %q, want %q", s, size, out.String(), got)
+		}
+	})
 }
 
 func FuzzTo(f *testing.F) {
