@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/pins"
 )
 
@@ -154,7 +155,10 @@ func Render(a Args, m Metadata, lim DocLimits) (string, error) {
 		}
 		section("Lint", boundedN(lines, 8, lim.Lint, "lint lines"))
 	}
-	doc := b.String()
+	// The document is what the model reads and what a user may print:
+	// every part, from the agent's paths to a resume check's output, is
+	// written out visibly before its size is checked.
+	doc := clip.Visible(b.String())
 	if len(doc)-pinned > lim.Total {
 		return "", &OversizeError{Msg: fmt.Sprintf("the handoff would be %d bytes, over the cap of %d (user_constraints %d bytes, kept verbatim and never cut; the user's pins are not counted); quote only the binding constraints verbatim and reference the rest by file in files_to_read, then call context_handoff again", len(doc)-pinned, lim.Total, len(a.UserConstraints))}
 	}
