@@ -14,15 +14,18 @@ import (
 const EchoChars = 200
 
 // Echo is s cut to EchoChars characters, as To does, with its control
-// characters (but tab and newline) written out as \x1b or \u009b: an
+// characters (but tab and newline) written out as \x1b, \u007f or \u009b: an
 // argument echoed in a message that reaches a terminal can then not clear
 // the screen, move the cursor or set the clipboard (OSC 52).
 func Echo(s string) string { return Visible(To(s, EchoChars)) }
 
 // Visible is the one way pi-session writes untrusted text out, to a
 // terminal or into a document: s with its control characters but tab and
-// newline written out, as Echo does (\x1b, \u009b), and each byte that is
-// not UTF-8 replaced by U+FFFD, without shortening s. Each character is
+// newline written out, as Echo does, and each byte that is not UTF-8
+// replaced by U+FFFD, without shortening s. A C0 control is written \x1b;
+// DEL and the C1 controls, which JSON allows raw, as the JSON escapes
+// \u007f and \u009b, so that Visible keeps a JSON text JSON, of the same
+// value (C0 controls and invalid bytes cannot be in the JSON Go writes). Each character is
 // written out on its own, so VisibleLen can count the result in advance
 // and a text made of parts can be measured part by part.
 func Visible(s string) string {
@@ -35,7 +38,7 @@ func Visible(s string) string {
 		switch {
 		case !IsControl(r):
 			b.WriteRune(r) // an invalid byte comes as utf8.RuneError: U+FFFD
-		case r < 0x80:
+		case r < 0x7f:
 			fmt.Fprintf(&b, "\\x%02x", r)
 		default:
 			fmt.Fprintf(&b, "\\u%04x", r)
@@ -51,7 +54,7 @@ func VisibleLen(s string) int {
 		switch {
 		case !IsControl(r):
 			n++
-		case r < 0x80:
+		case r < 0x7f:
 			n += len(`\x1b`)
 		default:
 			n += len(`\u009b`)
@@ -95,7 +98,7 @@ func To(s string, n int) string {
 
 // Writer is Visible for a stream: what a command prints through it reaches
 // w with its control characters written out and its invalid bytes
-// replaced, whoever formatted it. A character split across two writes is
+// replaced, whoever formatted it; JSON stays the same JSON. A character split across two writes is
 // held until the next one completes it; Flush writes one left incomplete
 // at the end as U+FFFD.
 type Writer struct {

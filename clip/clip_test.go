@@ -2,6 +2,8 @@ package clip
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,7 +33,7 @@ func TestTo(t *testing.T) {
 		"\x1b[2J\x1b[H":          `\x1b[2J\x1b[H`,
 		"csi \u009b31m nul \x00": `csi \u009b31m nul \x00`,
 		"tab\tand\nnewline":      "tab\tand\nnewline",
-		"del \x7f cr \r":         `del \x7f cr \x0d`,
+		"del \x7f cr \r":         `del \u007f cr \x0d`,
 	} {
 		if got := Echo(in); got != want {
 			t.Errorf("Echo(%q) = %q, want %q", in, got, want)
@@ -51,7 +53,7 @@ func TestVisible(t *testing.T) {
 		{"only invalid, no control: \xc3", "only invalid, no control: \uFFFD"},
 		{"8-bit csi as a raw byte \x9b31m", "8-bit csi as a raw byte \uFFFD31m"},
 		{"csi as a character \u009b31m", `csi as a character \u009b31m`},
-		{"cr \r del \x7f nul \x00", `cr \x0d del \x7f nul \x00`},
+		{"cr \r del \x7f nul \x00", `cr \x0d del \u007f nul \x00`},
 	}
 	for _, tt := range tests {
 		if got := Visible(tt.in); got != tt.want {
@@ -59,6 +61,39 @@ func TestVisible(t *testing.T) {
 		}
 		if got, want := VisibleLen(tt.in), utf8.RuneCountInString(Visible(tt.in)); got != want {
 			t.Errorf("VisibleLen(%q) = %d, want %d", tt.in, got, want)
+		}
+	}
+}
+
+// TestShared runs the table the extension's sink.test.ts runs too: Go and
+// TypeScript write untrusted text out alike.
+func TestShared(t *testing.T) {
+	b, err := os.ReadFile("testdata/visible.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Visible []struct{ In, Out string }
+		Echo    []struct {
+			In, Out, Tail     string
+			Repeat, OutRepeat int
+		}
+	}
+	if err := json.Unmarshal(b, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Visible) < 5 || len(table.Echo) < 3 {
+		t.Fatalf("testdata/visible.json: %d visible and %d echo cases", len(table.Visible), len(table.Echo))
+	}
+	for _, c := range table.Visible {
+		if got := Visible(c.In); got != c.Out {
+			t.Errorf("Visible(%q) = %q, want %q", c.In, got, c.Out)
+		}
+	}
+	for _, c := range table.Echo {
+		in, want := strings.Repeat(c.In, max(c.Repeat, 1)), strings.Repeat(c.Out, max(c.OutRepeat, 1))+c.Tail
+		if got := Echo(in); got != want {
+			t.Errorf("Echo(%.40q…) = %.60q…, want %.60q…", in, got, want)
 		}
 	}
 }
@@ -114,6 +149,13 @@ func FuzzVisible(f *testing.F) {
 		w.Flush()
 		if out.String() != got {
 			t.Fatalf("Writer(%q, %d at a time) = %q, want %q", s, size, out.String(), got)
+		}
+		// JSON stays the same JSON: what --json prints passes the Writer.
+		j, _ := json.Marshal(map[string]string{"s": s})
+		var before, after map[string]string
+		json.Unmarshal(j, &before)
+		if err := json.Unmarshal([]byte(Visible(string(j))), &after); err != nil || after["s"] != before["s"] {
+			t.Fatalf("Visible(%s) = %s, not the same JSON (%v)", j, Visible(string(j)), err)
 		}
 	})
 }
