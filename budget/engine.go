@@ -806,7 +806,7 @@ func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
 		{Type: "compaction", Summary: summary, FirstKeptEntryID: nil, Details: d},
 		// Shown in pi and read by the model: the resume check's output and
 		// the sidecar's watch actions are written out visibly.
-		{Type: "custom_message", CustomType: CustomType, Content: clip.Visible(strings.Join(cont, "\n\n")), Display: true},
+		{Type: "custom_message", CustomType: CustomType, Content: visibleDoc(strings.Join(cont, "\n\n")), Display: true},
 	}
 }
 

@@ -220,11 +220,11 @@ func statReason(err error) string {
 const maxHandoffRead = 1 << 20
 
 // readHandoff reads a handoff document back for a compaction, written out
-// visibly (clip.Visible) as when it was written: the file on disk may have
+// visibly (visibleDoc) as when it was written: the file on disk may have
 // been changed since, or written by another tool.
 func readHandoff(path string) (string, error) {
 	b, err := regfile.Read(path, maxHandoffRead)
-	return clip.Visible(string(b)), err
+	return visibleDoc(string(b)), err
 }
 
 // Rejection is the tool error for arguments that failed CheckArgs.
