@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/regfile"
@@ -109,7 +110,7 @@ func (e ConfigError) Error() string {
 	if e.Key == "" {
 		return "budget: config: " + e.Message
 	}
-	return fmt.Sprintf("budget: config: %s: %s", e.Key, e.Message)
+	return fmt.Sprintf("budget: config: %s: %s", clip.Echo(e.Key), e.Message)
 }
 
 // place sets where each error is: the file, and the position of the value

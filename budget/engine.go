@@ -14,7 +14,6 @@ import (
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/paths"
-	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
 	"github.com/pi-session/pi-session/status"
@@ -805,8 +804,7 @@ func level(kind string) string {
 // commitDrafts are the retain-none compaction holding the handoff and the
 // automatic continuation (with resume check and watch check).
 func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
-	doc, err := regfile.Read(h.Path, maxHandoffRead)
-	summary := string(doc)
+	summary, err := readHandoff(h.Path)
 	if err != nil {
 		summary = fmt.Sprintf("# Handoff\n\nThe handoff %s could not be read (%v). Read it from disk, verify HEAD and external state, then continue.", h.Path, err)
 	}
@@ -829,7 +827,9 @@ func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
 	}
 	return []Draft{
 		{Type: "compaction", Summary: summary, FirstKeptEntryID: nil, Details: d},
-		{Type: "custom_message", CustomType: CustomType, Content: strings.Join(cont, "\n\n"), Display: true},
+		// Shown in pi and read by the model: the resume check's output and
+		// the sidecar's watch actions are written out visibly.
+		{Type: "custom_message", CustomType: CustomType, Content: visibleDoc(strings.Join(cont, "\n\n")), Display: true},
 	}
 }
 

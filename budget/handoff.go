@@ -331,6 +331,14 @@ func statReason(err error) string {
 // from the session's entries): a document is capped at DocumentCap.
 const maxHandoffRead = 1 << 20
 
+// readHandoff reads a handoff document back for a compaction, written out
+// visibly (visibleDoc) as when it was written: the file on disk may have
+// been changed since, or written by another tool.
+func readHandoff(path string) (string, error) {
+	b, err := regfile.Read(path, maxHandoffRead)
+	return visibleDoc(string(b)), err
+}
+
 // Rejection is the tool error for arguments that failed CheckArgs.
 func Rejection(problems []string) string {
 	return "context_handoff: rejected, nothing was written:\n- " + strings.Join(problems, "\n- ") + "\nFix these and call context_handoff again (after two rejections these checks only warn)."
@@ -387,9 +395,9 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 		h = st.Pending.Path
 	}
 	if h != "" {
-		if doc, err := regfile.Read(h, maxHandoffRead); err == nil {
+		if doc, err := readHandoff(h); err == nil {
 			e.event(s, "backstop", map[string]any{"reason": cp.Reason, "handoff": h})
-			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
+			return &CompactionAnswer{Summary: doc, Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
 		}
 	}
 	prior := priorHandoff(s.last.Path)

@@ -135,7 +135,7 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 		cut = fmt.Sprintf(", cut to %d bytes", recap.TranscriptCap)
 	}
 	fmt.Fprintf(inv.stderr, "pi-session: recap request for the run after %s (leaf %s): %d entries, transcript %d bytes%s, %d secrets redacted\n",
-		baselineName(run), p.LeafID, p.Entries, p.TranscriptBytes, cut, p.Redactions)
+		baselineName(run), clip.Echo(p.LeafID), p.Entries, p.TranscriptBytes, cut, p.Redactions)
 	// Lines pi would skip are left out of the run too; say which.
 	all := f.AllDiagnostics()
 	const shown = 5

@@ -45,7 +45,7 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	mode := relaunch.Mode(relaunch.Parse(args))
 
 	sup := supervisor.New(supervisor.Options{
-		Stdin: inv.stdin, Stdout: inv.stdout, Stderr: inv.stderr,
+		Stdin: inv.stdin, Stdout: inv.files.stdout, Stderr: inv.files.stderr,
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()

@@ -15,6 +15,7 @@ import * as path from "node:path";
 import type { Kit } from "./kit.ts";
 import { guardIntegration } from "./guards.ts";
 import { Code, type EngineError } from "./client.ts";
+import { status, tool } from "./sink.ts";
 
 type View = {
 	mode: string;
@@ -105,7 +106,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
-		ctx.ui.setStatus(STATUS_KEY, parts.join(" · "));
+		status(ctx, STATUS_KEY, parts.join(" · "));
 	};
 	const notify = (a: Answer | undefined) => {
 		for (const n of a?.notify ?? []) kit.say(n.text, n.level);
@@ -437,7 +438,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		return o;
 	};
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "context_handoff",
 		label: "Context handoff",
 		description:
@@ -492,7 +493,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			} else kit.arbiter.end("handoff");
 			return { content: [{ type: "text" as const, text: a.text }], details: a.details ?? {} };
 		},
-	});
+	}));
 
 	pi.registerCommand("handoff", {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",

@@ -19,7 +19,8 @@ export type Kit = {
 	hello: () => Hello | undefined;
 	// ready waits up to ms for the engine connection.
 	ready: (ms?: number) => Promise<boolean>;
-	// say tells the user once: a notification in the TUI, stderr elsewhere.
+	// say tells the user once: a notification in the TUI, stderr elsewhere
+	// (sink.ts's notify: the text written out visibly).
 	say: (text: string, level?: "info" | "warning" | "error") => void;
 	// report adds rows (already indented) to /pi-session's report.
 	report?: (rows: () => Promise<string[]>) => void;

@@ -11,7 +11,6 @@ import {
 	configPath,
 	configTempPath,
 	DEFAULT_SUMMARY_CONFIG,
-	echo,
 	idleDelayMs,
 	isRecapEntryData,
 	readSummaryConfig,
@@ -35,6 +34,7 @@ import {
 	type Verdict,
 	sentence,
 } from "./recap-logic.ts";
+import { echo } from "./sink.ts";
 
 test("idleDelayMs: default 180 s, floor 30 s, invalid gives the default", () => {
 	assert.equal(idleDelayMs({}), 180_000);
@@ -802,7 +802,7 @@ test("model picker: cheapest output first, unknown cost last, labelled with the 
 	);
 });
 
-test("echo: 200 characters, then the length", () => {
+test("echo (sink.ts): 200 characters, then the length", () => {
 	assert.equal(echo("short"), "short");
 	assert.equal(echo("é".repeat(250)), "é".repeat(200) + "…(250 chars)");
 });

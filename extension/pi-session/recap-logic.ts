@@ -6,6 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Kit } from "./kit.ts";
+import { echo, log } from "./sink.ts";
 
 export const RECAP_ENTRY = "summary-recap";
 export const STATUS_KEY = "summaries";
@@ -23,13 +24,6 @@ export const SHUTDOWN_WAIT_MS = 1_000;
 export const ATTEMPT_TIMEOUT_MS = 40_000;
 export const OVERALL_TIMEOUT_MS = 100_000;
 export const SAVE_TIMEOUT_MS = 5_000;
-
-// echo cuts a user's or a model's text that a message repeats: 200
-// characters, then "…(N chars)" (as Go's clip.Echo does).
-export function echo(s: string, n = 200): string {
-	const chars = [...s];
-	return chars.length <= n ? s : chars.slice(0, n).join("") + `…(${chars.length} chars)`;
-}
 
 // idleDelayMs is PI_SUMMARY_IDLE_MS: a positive whole number of
 // milliseconds, clamped up to 30 s; anything else gives the default.
@@ -483,7 +477,7 @@ export class RecapController {
 		try {
 			await this.write(config, ac.signal);
 		} catch (e) {
-			console.error(`pi-session: recap: ${(e as Error).message}`);
+			log(`pi-session: recap: ${(e as Error).message}`);
 		} finally {
 			this.host.end();
 			this.tasks.delete(task);

@@ -11,11 +11,11 @@ import { getAgentDir, getMarkdownTheme, ThinkingSelectorComponent } from "@earen
 import { getSupportedThinkingLevels } from "@earendil-works/pi-ai/models";
 import { Box, Markdown, Spacer, Text } from "@earendil-works/pi-tui";
 import type { Kit } from "./kit.ts";
+import { echo, notify, status, visible } from "./sink.ts";
 import {
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
-	echo,
 	isRecapEntryData,
 	readSummaryConfig,
 	modelLabel,
@@ -47,10 +47,8 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 	const configProblem = (notice: string) => {
 		if (notice === told) return;
 		told = notice;
-		const text = `Recap: ${notice}`;
 		try {
-			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
-			else console.error(text);
+			notify(ctx, `Recap: ${notice}`, "warning");
 		} catch {
 			// a context of a session that ended
 		}
@@ -82,15 +80,9 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			);
 		},
 		append: (data) => pi.appendEntry<RecapEntryData>(RECAP_ENTRY, data),
-		status: (text) => {
-			try {
-				if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
-			} catch {
-				// a context of a session that ended
-			}
-		},
+		status: (text) => status(ctx, STATUS_KEY, text),
 		warn: (text) => {
-			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+			if (ctx?.hasUI) notify(ctx, text, "warning");
 		},
 		begin: () => kit.arbiter.begin("recap"),
 		end: () => kit.arbiter.end("recap"),
@@ -142,12 +134,14 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			box.addChild(new Text(theme.fg("warning", "Recap unavailable"), 0, 0));
 			return box;
 		}
+		// The card is read back from the session file, which anything may
+		// have written: its text is written out visibly.
 		box.addChild(new Text(theme.fg("accent", theme.bold("✦ Recap")), 0, 0));
 		box.addChild(new Spacer(1));
-		box.addChild(new Markdown(data.recap, 0, 0, getMarkdownTheme()));
-		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${data.next}`, 0, 0));
+		box.addChild(new Markdown(visible(data.recap), 0, 0, getMarkdownTheme()));
+		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${visible(data.next)}`, 0, 0));
 		if (expanded) {
-			const source = `${echo(`${data.provider}/${data.model}`)} · ${data.reasoning}${data.fallback ? " · local fallback" : ""}`;
+			const source = `${echo(`${data.provider}/${data.model}`)} · ${visible(data.reasoning)}${data.fallback ? " · local fallback" : ""}`;
 			box.addChild(new Text(theme.fg("dim", source), 0, 0));
 		}
 		return box;
@@ -157,13 +151,12 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		description: "Run recaps: choose the recap model and its reasoning, or turn recaps on and off",
 		handler: async (_args, c) => {
 			if (c.mode !== "tui") {
-				if (c.hasUI) c.ui.notify("Recap settings are only available in the TUI.", "info");
-				else console.error("Recap settings are only available in the TUI.");
+				notify(c, "Recap settings are only available in the TUI.", "info");
 				return;
 			}
 			const loaded = await loadConfig();
 			if (loaded.unavailable) {
-				c.ui.notify("Recap settings are unavailable: pi-session's engine is not answering, so recaps are off for now.", "warning");
+				notify(c, "Recap settings are unavailable: pi-session's engine is not answering, so recaps are off for now.", "warning");
 				return;
 			}
 			const config = loaded.config;
@@ -172,11 +165,11 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			const choice = await c.ui.select("Recap", [change, toggle]);
 			if (choice !== change && choice !== toggle) return;
 			if (loaded.noSave) {
-				c.ui.notify(`Could not save the private summary config: ${loaded.noSave}`, "error");
+				notify(c, `Could not save the private summary config: ${loaded.noSave}`, "error");
 				return;
 			}
 			if (choice === change) return changeModel(c, config);
-			await toggleRecaps(file(), config, controller, (text, level) => c.ui.notify(text, level));
+			await toggleRecaps(file(), config, controller, (text, level) => notify(c, text, level));
 		},
 	});
 
@@ -189,10 +182,10 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		try {
 			await saveSummaryConfig(file(), next);
 		} catch {
-			c.ui.notify("Could not save the private summary model config.", "error");
+			notify(c, "Could not save the private summary model config.", "error");
 			return;
 		}
-		c.ui.notify(`Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
+		notify(c, `Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
 	};
 }
 
@@ -202,10 +195,10 @@ type Model = ReturnType<ExtensionContext["modelRegistry"]["getAvailable"]>[numbe
 async function pickModel(c: ExtensionCommandContext): Promise<Model | undefined> {
 	const models = cheapestFirst(c.modelRegistry.getAvailable() as Model[]);
 	if (models.length === 0) {
-		c.ui.notify("No configured models are available for run recaps.", "warning");
+		notify(c, "No configured models are available for run recaps.", "warning");
 		return undefined;
 	}
-	const labels = models.map((m) => modelLabel(m));
+	const labels = models.map((m) => visible(modelLabel(m)));
 	const choice = await c.ui.select("Recap model", labels);
 	if (choice === undefined) return undefined;
 	return models[labels.indexOf(choice)];
