@@ -55,6 +55,9 @@ type Engine struct {
 	mu        sync.Mutex
 	sessions  map[string]*sessionState
 	storeDown bool // the last store failed: the outage is logged
+	// dirWarning is said once to each session that stores: the store's
+	// directory is a symbolic link (owndir).
+	dirWarning string
 }
 
 type sessionState struct {
@@ -68,6 +71,7 @@ type sessionState struct {
 	// storeDown: the session was told that storing fails, and is not told
 	// again until storing has worked once.
 	storeDown bool
+	dirWarned bool // the session was told dirWarning
 }
 
 // New returns the engine of a workspace. Nothing is created on disk until a
@@ -138,6 +142,12 @@ func (e *Engine) openStore() (*Store, error) {
 		return nil, err
 	}
 	e.store = s
+	if w := s.Warning(); w != "" {
+		e.log.Warn("offload store directory", "warning", w)
+		e.mu.Lock()
+		e.dirWarning = "pi-session offload: " + w + "."
+		e.mu.Unlock()
+	}
 	return s, nil
 }
 
@@ -322,6 +332,7 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		rep.Notice = e.outage(req.SessionID, rep.storeErr)
 	} else if rep.Action == "replace" {
 		e.stored(req.SessionID)
+		rep.Notice = e.dirNotice(req.SessionID)
 	}
 	e.mu.Lock()
 	derived := st.programRead
@@ -412,7 +423,20 @@ func (e *Engine) outage(session string, err error) string {
 	}
 	st.storeDown = true
 	return fmt.Sprintf("pi-session offload: large tool results stay in the context: the store %s cannot be written (%s). Storing resumes by itself once it works again.",
-		e.storeDir, clip.Echo(strings.TrimPrefix(err.Error(), "offload: ")))
+		e.storeDir, clip.Visible(clip.To(strings.TrimPrefix(err.Error(), "offload: "), 800)))
+}
+
+// dirNotice is the store directory's warning for a session's first
+// stored result ("" once said, or when there is none).
+func (e *Engine) dirNotice(session string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.session(session)
+	if e.dirWarning == "" || st.dirWarned {
+		return ""
+	}
+	st.dirWarned = true
+	return e.dirWarning
 }
 
 // stored ends the session's outage, and the engine's.

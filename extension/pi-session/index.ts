@@ -16,6 +16,7 @@ import { registerBudget } from "./budget.ts";
 import { registerRecap } from "./recap.ts";
 import { registerRelay } from "./relay.ts";
 import { HostFinder, stopServe } from "./serve.ts";
+import { log, notify, status } from "./sink.ts";
 import { VERSION } from "./version.ts";
 
 const STATUS_KEY = "pi-session";
@@ -54,13 +55,8 @@ export default function (pi: ExtensionAPI) {
 	let hello: Hello | undefined;
 	const notices = new Notices(); // one notice per outage, late answers at most once in 5 minutes
 
-	const say = (text: string, level: "info" | "warning" | "error" = "info") => {
-		if (ctx?.hasUI) ctx.ui.notify(text, level);
-		else console.error(text);
-	};
-	const footer = (text: string | undefined) => {
-		if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
-	};
+	const say = (text: string, level: "info" | "warning" | "error" = "info") => notify(ctx, text, level);
+	const footer = (text: string | undefined) => status(ctx, STATUS_KEY, text);
 
 	const onState = (state: State, err?: Error) => {
 		if (state === "connected") footer(client?.info?.host === "serve" ? "pi-session (serve)" : "pi-session");
@@ -78,7 +74,7 @@ export default function (pi: ExtensionAPI) {
 			return await client.call<T>(method, params, o);
 		} catch (e) {
 			const err = e as EngineError;
-			if (err.code !== Code.Unavailable && !err.local) console.error(`pi-session: ${method}: ${err.message}`);
+			if (err.code !== Code.Unavailable && !err.local) log(`pi-session: ${method}: ${err.message}`);
 			return undefined;
 		}
 	};
@@ -188,7 +184,7 @@ export default function (pi: ExtensionAPI) {
 			try {
 				if (patch.content) content = unpackBlocks(patch.content, answer.bulk);
 			} catch (e) {
-				console.error(`pi-session: ${method}: ${(e as Error).message}`);
+				log(`pi-session: ${method}: ${(e as Error).message}`);
 				continue;
 			}
 			if (patch.details !== undefined) details = patch.details;

@@ -57,7 +57,8 @@ export type Kit = {
 	// ready waits up to ms for the first engine connection (never for a
 	// reconnection) and says whether the engine answers.
 	ready: (ms?: number) => Promise<boolean>;
-	// say tells the user once: a notification in the TUI, stderr elsewhere.
+	// say tells the user once: a notification in the TUI, stderr elsewhere
+	// (sink.ts's notify: the text written out visibly).
 	say: (text: string, level?: "info" | "warning" | "error") => void;
 	// report adds rows (already indented) to /pi-session's report.
 	report?: (rows: () => Promise<string[]>) => void;

@@ -10,6 +10,7 @@ import { Type } from "typebox";
 import { Code, EngineError } from "./client.ts";
 
 import { Deadline, type Call, type Kit } from "./kit.ts";
+import { notify, tool } from "./sink.ts";
 
 type ToolAnswer = { text: string; details?: unknown };
 
@@ -41,7 +42,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		}
 	};
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_read",
 		label: "Read stored output",
 		description:
@@ -63,9 +64,9 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("read", toolCallId, params, signal);
 		},
-	});
+	}));
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_summarize",
 		label: "Summarize stored output",
 		description:
@@ -79,9 +80,9 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("summarize", toolCallId, params, signal);
 		},
-	});
+	}));
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_offload",
 		label: "Store output",
 		description: "Store a payload on purpose and get a ce_ handle back, to read later with ctx_read: {key, source, data}.",
@@ -93,7 +94,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("offload", toolCallId, params, signal);
 		},
-	});
+	}));
 
 	pi.registerCommand("ce", {
 		description: "Context engineer: /ce status [--all] | trace [--all] [n] | settings | clear [--store]",
@@ -150,7 +151,7 @@ function explain(err: EngineError): string {
 	return err.message.replace(/^offload: /, "");
 }
 
+// show is /ce's answer: a notification, or stdout in print mode.
 function show(ctx: ExtensionCommandContext, text: string) {
-	if (ctx.hasUI) ctx.ui.notify(text, "info");
-	else console.log(text);
+	notify(ctx, text, "info", "stdout");
 }

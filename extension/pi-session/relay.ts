@@ -11,6 +11,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Code, EngineError } from "./client.ts";
 import { Deadline, type Kit } from "./kit.ts";
+import { notify, tool } from "./sink.ts";
 
 // MARKER starts the customInstructions of a relay's compaction: the engine
 // answers only compactions that carry it (with this relay's token).
@@ -223,10 +224,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		});
 	};
 
-	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => {
-		if (ctx.hasUI) ctx.ui.notify(text, level);
-		else console.error(text);
-	};
+	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => notify(ctx, text, level);
 
 	// grown: automatic relays wait until the context grew by minGrowthTokens
 	// since the last relay (unknown right after one: no relay then).
@@ -241,7 +239,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 				const draft = ctx.ui.getEditorText?.() ?? "";
 				ctx.ui.setEditorText([draft, m.text].filter((s) => s.trim() !== "").join("\n\n"));
 				const imgs = m.images.length ? `; re-attach ${m.images.length} image${m.images.length > 1 ? "s" : ""}` : "";
-				ctx.ui.notify(`context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
+				notice(ctx, `context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
 			}
 			return;
 		}
@@ -328,7 +326,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 				else notice(ctx, `context-relay: relay failed: ${o.error}`, "error");
 			},
 		});
-		pi.registerTool({
+		pi.registerTool(tool({
 			name: "recall",
 			label: "Recall",
 			description:
@@ -355,7 +353,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 					throw new Error(explain(e as EngineError));
 				}
 			},
-		});
+		}));
 		kit.arbiter.onCompaction("relay", claim);
 		kit.arbiter.onInput("relay", onInput);
 		pi.on("before_provider_request", () => {
