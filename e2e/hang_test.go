@@ -90,6 +90,55 @@ func engineNotices(rpc *pitest.RPC, from int) []string {
 	return out
 }
 
+// untilStuckNotice waits for the notice that the host stopped answering,
+// running a prompt now and then: a stopped host is found by a call that
+// waits on it, and on a loaded machine the prompts of the round may have
+// gone by while an engine was held back for being slow.
+func untilStuckNotice(t *testing.T, rpc *pitest.RPC, from int, name string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		for _, n := range rpc.Notices(from) {
+			if strings.Contains(n, "stopped answering") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no notice that the host stopped answering; notices: %q", name, rpc.Notices(from))
+		}
+		time.Sleep(300 * time.Millisecond)
+		if i%3 == 2 {
+			rpc.Prompt(fmt.Sprintf("%s, waiting for the notice, %d", name, i))
+		}
+	}
+}
+
+// checkOneNotice: of the notices from index from on, exactly one says the
+// host stopped answering or is unreachable. A slow engine's notice (a live
+// host's call that waited out its deadline on a loaded machine, at most
+// one in 5 minutes) is logged, not counted.
+func checkOneNotice(t *testing.T, rpc *pitest.RPC, from int, name string) {
+	t.Helper()
+	var outage, other []string
+	for _, n := range engineNotices(rpc, from) {
+		if strings.Contains(n, "pi continues without it") {
+			outage = append(outage, n)
+		} else {
+			other = append(other, n)
+		}
+	}
+	if len(outage) != 1 {
+		t.Errorf("%s: %d notices of the host, want exactly one: %q", name, len(outage), outage)
+	}
+	for _, n := range other {
+		if !strings.Contains(n, "did not answer within") {
+			t.Errorf("%s: an unexpected notice: %q", name, n)
+		} else {
+			t.Logf("%s: a slow engine's notice too: %q", name, n)
+		}
+	}
+}
+
 // otherHost runs /pi-session until it reports a host of the given kind
 // other than pid, and returns its pid.
 func otherHost(t *testing.T, rpc *pitest.RPC, kind string, pid int) int {
@@ -132,6 +181,29 @@ func lastToolResultOffloaded(t *testing.T, e *pitest.Env) bool {
 	t.Helper()
 	reqs := e.Requests()
 	return strings.Contains(lastToolResult(t, reqs[len(reqs)-1]), "stored as ce_")
+}
+
+// offloadsAgain runs prompts until the engine offloads a tool result again
+// (at most 20 s: on a loaded machine a call to a host just found or just
+// continued may wait out its deadline, and its engine is then held back
+// for 5 s), and fails the test if it never does.
+func offloadsAgain(t *testing.T, rpc *pitest.RPC, e *pitest.Env, name string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		rpc.Prompt(fmt.Sprintf("%s, prompt %d", name, i))
+		if lastToolResultOffloaded(t, e) {
+			if i > 0 {
+				t.Logf("%s: offloaded again after %d prompts", name, i+1)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: no tool result offloaded in %d prompts", name, i+1)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // prompts runs n prompts and returns how long each took.
@@ -177,18 +249,11 @@ func TestHungServe(t *testing.T) {
 			<-stopped
 		}
 		t.Logf("round %d: host %d stopped %v into the round; prompts took %v", r, host, roundDelay(r), took)
-		rpc.WaitFrom(mark, "the notice that the host stopped answering", func(rec pitest.Record) bool {
-			return rec.IsNotify() && strings.Contains(rec.Str("message"), "stopped answering")
-		})
+		untilStuckNotice(t, rpc, mark, fmt.Sprintf("round %d", r))
 		next := otherHost(t, rpc, "serve", host)
 		waitGone(t, host, "the stopped serve, ended by the extension that started it")
-		rpc.Prompt(fmt.Sprintf("round %d, on the fresh host", r))
-		if !lastToolResultOffloaded(t, e) {
-			t.Errorf("round %d: the fresh host did not offload the tool result", r)
-		}
-		if n := engineNotices(rpc, mark); len(n) != 1 {
-			t.Errorf("round %d: %d notices, want exactly one: %q", r, len(n), n)
-		}
+		offloadsAgain(t, rpc, e, fmt.Sprintf("round %d, on the fresh host", r))
+		checkOneNotice(t, rpc, mark, fmt.Sprintf("round %d", r))
 		host = next
 	}
 	waited, skipped, left, row := lateCounts(t, rpc)
@@ -236,14 +301,9 @@ func TestHungWrapper(t *testing.T) {
 			<-stopped
 		}
 		t.Logf("round %d: wrapper stopped %v into the round; prompts took %v", r, roundDelay(r), took)
-		rpc.WaitFrom(mark, "the notice that the host stopped answering", func(rec pitest.Record) bool {
-			return rec.IsNotify() && strings.Contains(rec.Str("message"), "stopped answering")
-		})
+		untilStuckNotice(t, rpc, mark, fmt.Sprintf("round %d", r))
 		standIn := otherHost(t, rpc, "serve", 0)
-		rpc.Prompt(fmt.Sprintf("round %d, on the stand-in", r))
-		if !lastToolResultOffloaded(t, e) {
-			t.Errorf("round %d: the stand-in host did not offload the tool result", r)
-		}
+		offloadsAgain(t, rpc, e, fmt.Sprintf("round %d, on the stand-in", r))
 		if err := syscall.Kill(wrapper, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
@@ -253,12 +313,8 @@ func TestHungWrapper(t *testing.T) {
 		waitGone(t, standIn, "the stand-in serve once the wrapper answers again")
 		took = prompts(rpc, 2, fmt.Sprintf("round %d, back on the wrapper", r))
 		t.Logf("round %d: back on the wrapper, prompts took %v", r, took)
-		if !lastToolResultOffloaded(t, e) {
-			t.Errorf("round %d: the wrapper did not offload the tool result once continued", r)
-		}
-		if n := engineNotices(rpc, mark); len(n) != 1 {
-			t.Errorf("round %d: %d notices, want exactly one: %q", r, len(n), n)
-		}
+		offloadsAgain(t, rpc, e, fmt.Sprintf("round %d, back on the wrapper", r))
+		checkOneNotice(t, rpc, mark, fmt.Sprintf("round %d", r))
 	}
 	waited, skipped, left, row := lateCounts(t, rpc)
 	t.Logf("after %d rounds: %s", rounds, row)

@@ -104,7 +104,7 @@ export type Options = {
 	hosts?: Hosts;
 	timeoutMs?: number; // a call's deadline unless it names one; default 5000
 	connectTimeoutMs?: number; // finding or starting the host, and connecting; default 5000
-	helloTimeoutMs?: number; // hello once connected; default 2000
+	helloTimeoutMs?: number; // hello once connected; default 5000 (a host's hello may wait 2 s for the status records' lock, held by a host that is stopped)
 	probeMs?: number; // how long the host gets to answer a ping once a call went unanswered; default 1000
 	probeAfterMs?: number; // a call unanswered this long makes the client ping the host; default 1000
 	graceMs?: number; // how long a call waits for a ping in flight before it fails fast; default 50
@@ -174,7 +174,7 @@ export class Client {
 		this.opts = {
 			timeoutMs: 5000,
 			connectTimeoutMs: 5000,
-			helloTimeoutMs: 2000,
+			helloTimeoutMs: 5000,
 			probeMs: 1000,
 			probeAfterMs: 1000,
 			graceMs: 50,
