@@ -3,7 +3,9 @@
 GO        ?= go
 NPM       ?= npm
 PREFIX    ?= $(HOME)/.local
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The nearest release tag (v0.1.0, v0.1.0-3-g1a2b3c4, -dirty); empty without
+# one or without git: then pi-session reports what Go recorded (see version.go).
+VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION)
 TOOLS     := tools/node_modules
 TOOLS_OK  := $(TOOLS)/.installed

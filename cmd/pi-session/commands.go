@@ -86,6 +86,8 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 	switch execReason(args) {
 	case "help":
 		return helpThenPi(inv, args)
+	case "version":
+		return printVersions(ctx, inv)
 	case "exec":
 		return execPi(inv, args)
 	}
@@ -93,8 +95,9 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 }
 
 // execReason says whether pi's arguments are a one-shot pi command that
-// pi-session hands to pi with exec, unsupervised: "help" for --help, "exec"
-// for pi's subcommands, --version, --export and --list-models, "" otherwise.
+// pi-session answers or hands to pi with exec, unsupervised: "help" for
+// --help, "version" for --version (pi-session's version and pi's), "exec"
+// for pi's subcommands, --export and --list-models, "" otherwise.
 func execReason(args []string) string {
 	if len(args) > 0 && piSubcommands[args[0]] {
 		return "exec"
@@ -106,8 +109,12 @@ func execReason(args []string) string {
 			return reason
 		case "--help", "-h":
 			return "help"
-		case "--version", "-v", "--export", "--list-models":
-			reason = "exec"
+		case "--version", "-v": // pi too answers it before --export
+			reason = "version"
+		case "--export", "--list-models":
+			if reason == "" {
+				reason = "exec"
+			}
 		}
 	}
 	return reason
@@ -150,7 +157,8 @@ Usage:
 
 Every argument goes to pi unchanged; a leading "--" is removed. pi's own
 subcommands (install, remove, uninstall, update, list, config, auth, mcp) and
---help, --version, --export, --list-models are handed to pi directly.
+--help, --export, --list-models are handed to pi directly; --version prints
+pi-session's version and pi's, as pi-session version does.
 pi-session passes its bundled extension to pi (-e) unless you installed it
 with pi-session setup, and serves the engines it calls on a private socket.
 On relaunch pi-session keeps your options but drops session selectors
