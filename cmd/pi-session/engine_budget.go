@@ -110,7 +110,7 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 		fmt.Fprintln(inv.stderr, err)
 		return 1
 	}
-	fmt.Fprint(inv.stdout, doc)
+	printDoc(inv.stdout, doc)
 	return 0
 }
 

@@ -165,7 +165,7 @@ func cmdEnginePins(ctx context.Context, inv *invocation) int {
 		fmt.Fprintf(inv.stderr, "pi-session: %s:%d: entry %s: %s\n", path, p.Line, clip.Echo(p.EntryID), p.What)
 	}
 	if !*asJSON {
-		fmt.Fprint(inv.stdout, pins.Listing(pins.Texts(list)))
+		printDoc(inv.stdout, pins.Listing(pins.Texts(list)))
 		return 0
 	}
 	type jsonPin struct {
