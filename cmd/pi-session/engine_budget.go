@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
@@ -206,6 +207,10 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	f, err := session.Open(args[0])
 	if err != nil {
 		return inv.errorf(1, "engine budget: %v", err)
+	}
+	printDiagnostics(inv, f)
+	if f.Header == nil {
+		return inv.errorf(1, "engine budget: %s: %v", clip.Echo(args[0]), session.ErrNoHeader)
 	}
 	branch, err := f.Branch("")
 	if err != nil {

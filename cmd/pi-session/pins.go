@@ -147,6 +147,9 @@ func cmdEnginePins(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine pins: %v", err)
 	}
+	for _, d := range f.Diagnostics { // first: they may say why there is no header
+		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
+	}
 	if f.Header == nil {
 		return inv.errorf(1, "engine pins: %s: %v", path, session.ErrNoHeader)
 	}
@@ -156,9 +159,6 @@ func cmdEnginePins(ctx context.Context, inv *invocation) int {
 			return inv.errorf(exitUsage, "engine pins: --leaf %s: %v", clip.Echo(*leaf), err)
 		}
 		return inv.errorf(1, "engine pins: %v", err)
-	}
-	for _, d := range f.Diagnostics {
-		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
 	}
 	list, problems := pins.Replay(branch)
 	for _, p := range problems {
