@@ -37,9 +37,7 @@ demo: tools build ## run pi under pi-session offline with a scripted model
 	bash demo/run.sh
 
 install: build ## install pi-session into $(PREFIX)/bin (then: alias pi=pi-session)
-	install -d $(PREFIX)/bin
-	install -m 0755 $(BIN) $(PREFIX)/bin/pi-session
-	@echo "installed $(PREFIX)/bin/pi-session; add to your shell: alias pi=pi-session"
+	@bash scripts/install.sh $(BIN) $(PREFIX)
 
 fuzz: ## run every fuzzer for FUZZTIME (default 30s) and keep new corpus entries in testdata/fuzz
 	bash scripts/fuzz.sh $(or $(FUZZTIME),30s)
