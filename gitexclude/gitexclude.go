@@ -120,7 +120,7 @@ func listed(text []byte, pattern string) bool {
 }
 
 var (
-	mu   sync.Mutex
+	mu sync.Mutex
 	// done holds the directories looked at, each exclude file + "\x00" +
 	// pattern listed or given up on, and each exclude file warned about.
 	done = map[string]bool{}
