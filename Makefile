@@ -27,8 +27,8 @@ check: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: tools check ## run every test, end-to-end tests with real pi included
-	$(GO) test -count=1 -timeout 30m ./...
+test: tools check ## run every test, end-to-end tests with real pi included, then the totals
+	@GO=$(GO) bash scripts/test.sh
 
 bench: tools build ## run the benchmarks and print ratios against same-run baselines
 	bash scripts/bench.sh
