@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pi-session/pi-session/gitexclude"
 	"github.com/pi-session/pi-session/jsonscan"
 
 	"github.com/pi-session/pi-session/clip"
@@ -57,7 +58,8 @@ type Engine struct {
 	storeDown bool // the last store failed: the outage is logged
 	// dirWarning is said once to each session that stores: the store's
 	// directory is a symbolic link (owndir).
-	dirWarning string
+	dirWarning  string
+	excludeOnce sync.Once // keepOutOfGit
 }
 
 type sessionState struct {
@@ -148,10 +150,30 @@ func (e *Engine) openStore() (*Store, error) {
 		e.dirWarning = "pi-session offload: " + w + "."
 		e.mu.Unlock()
 	}
+	e.keepOutOfGit()
 	return s, nil
 }
 
-func (e *Engine) record(ev Event) { _ = e.tel.record(ev) }
+func (e *Engine) record(ev Event) {
+	e.keepOutOfGit() // the log may be the first file of the store
+	_ = e.tel.record(ev)
+}
+
+// keepOutOfGit lists the store directory in the repository's
+// .git/info/exclude, once an engine, before anything is written there, so
+// payloads and telemetry stay out of the user's commits (.pi/ itself is
+// pi's and may hold project settings meant to be committed). A file that
+// cannot be written is a warning for the user, said with dirWarning.
+func (e *Engine) keepOutOfGit() {
+	e.excludeOnce.Do(func() {
+		if w := gitexclude.Add(e.storeDir); w != "" {
+			e.log.Warn("offload store exclude", "warning", w)
+			e.mu.Lock()
+			e.dirWarning = strings.TrimSpace(e.dirWarning + " pi-session offload: " + w + ".")
+			e.mu.Unlock()
+		}
+	})
+}
 
 func (e *Engine) session(id string) *sessionState {
 	s, ok := e.sessions[id]

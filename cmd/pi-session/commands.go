@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
@@ -79,6 +80,9 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 			return cmd(ctx, &sub)
 		}
 	}
+	if code, typo := mistypedCommand(inv); typo {
+		return code
+	}
 	args := inv.args
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -92,6 +96,33 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 		return execPi(inv, args)
 	}
 	return supervise(ctx, inv, args)
+}
+
+// mistypedCommand refuses a lone word that is one typo away from a
+// command word (pi-session's or pi's): "pi-session stauts" is far likelier
+// a mistyped status than a one-word prompt, and pi would start on it. The
+// message says how to send the word to pi anyway.
+func mistypedCommand(inv *invocation) (int, bool) {
+	if len(inv.args) != 1 {
+		return 0, false
+	}
+	word := inv.args[0]
+	if strings.Trim(word, "abcdefghijklmnopqrstuvwxyz-") != "" || strings.HasPrefix(word, "-") || piSubcommands[word] {
+		return 0, false
+	}
+	words := make([]string, 0, len(commands)+len(piSubcommands))
+	for k := range commands {
+		words = append(words, k)
+	}
+	for k := range piSubcommands {
+		words = append(words, k)
+	}
+	slices.Sort(words)
+	hint := didYouMean(word, words)
+	if hint == "" {
+		return 0, false
+	}
+	return inv.errorf(exitUsage, "%q is not a command%s; to send %q to pi as a prompt, run: pi-session -- %s", word, hint, word, word), true
 }
 
 // execReason says whether pi's arguments are a one-shot pi command that

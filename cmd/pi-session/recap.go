@@ -106,6 +106,10 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine recap: %v", err) // names the file
 	}
+	if f.Header == nil { // the lines pi skipped say why
+		printDiagnostics(inv, f)
+		return inv.errorf(1, "engine recap: %s: %v", clip.Echo(args[0]), session.ErrNoHeader)
+	}
 	run := recap.Run{LeafID: *leaf, Last: !fset.Changed("after")}
 	if fset.Changed("after") {
 		run.After = after
@@ -137,6 +141,13 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	fmt.Fprintf(inv.stderr, "pi-session: recap request for the run after %s (leaf %s): %d entries, transcript %d bytes%s, %d secrets redacted\n",
 		baselineName(run), clip.Echo(p.LeafID), p.Entries, p.TranscriptBytes, cut, p.Redactions)
 	// Lines pi would skip are left out of the run too; say which.
+	printDiagnostics(inv, f)
+	return 0
+}
+
+// printDiagnostics prints the first five problems of a session file on
+// stderr, and how many more there are.
+func printDiagnostics(inv *invocation, f *session.File) {
 	all := f.AllDiagnostics()
 	const shown = 5
 	for _, d := range all[:min(len(all), shown)] {
@@ -145,7 +156,6 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	if len(all) > shown {
 		fmt.Fprintf(inv.stderr, "pi-session: and %d more problems (pi-session engine session lists them)\n", len(all)-shown+f.Omitted)
 	}
-	return 0
 }
 
 func baselineName(run recap.Run) string {
