@@ -714,13 +714,20 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 	if err != nil {
 		return e.storeFailed(err, textBytes)
 	}
+	var full int64
+	switch artifact {
+	case "recovered":
+		full = ent.Size
+	case "unrecovered":
+		full = reportedFullBytes(req.Details, textBytes)
+	}
 	notice := strings.ReplaceAll(probe, placeholderHandle, ent.Handle)
 	if artifact != "" {
 		notice += fmt.Sprintf("\n[%s showed only part of its output; the handle holds the complete output (%d bytes)]", orDefault(req.ToolName, "the tool"), ent.Size)
 	}
 	out, _ := replaceTexts(req, notice)
 	return Replacement{Action: "replace", Strategy: "error", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
-		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle), Artifact: artifact}
+		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle), Artifact: artifact, FullBytes: full}
 }
 
 // storeFullOutput stores the complete output of a truncated single-text
@@ -733,10 +740,12 @@ func (e *Engine) storeFullOutput(req ToolResultRequest, cfg Config, texts []int)
 			if f, size, err := openArtifact(path, fragment, e.artifactDirs, cfg.StoreMaxBytes); err == nil {
 				defer f.Close()
 				if s, err := e.openStore(); err == nil {
+					meta := pendingMeta(req)
+					meta.Full = filepath.Clean(path)
 					ent, _, err := s.PutStream(func(w io.Writer) error {
 						_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 						return err
-					}, pendingMeta(req), limits(cfg))
+					}, meta, limits(cfg))
 					if err == nil {
 						return ent, "recovered", nil
 					}
