@@ -58,7 +58,8 @@ var (
 		"encoding", "algorithm", "alg", "schema", "template", "arn", "command", "cmd", "helper",
 		"store", "storage", "reset", "changed", "set", "valid", "invalid", "missing", "error", "errors",
 		"rule", "rules", "check", "strength", "age", "created", "updated", "at", "header", "headers",
-		"key", "mount", "volume", "class", "uid", "user", "username", "login", "fd", "sock", "socket")
+		"key", "mount", "volume", "class", "uid", "user", "username", "login", "fd", "sock", "socket",
+		"status", "state", "date", "time", "timestamp")
 
 	// others after a secret word say the name is about another thing of
 	// the secret's context: "auth_user_id", "token_issuer".

@@ -77,6 +77,8 @@ func TestClassifyKey(t *testing.T) {
 		{"secret_manager_project", keyAbout},
 		{"max_token", keyAbout},
 		{"min_password", keyAbout},
+		{"token_status", keyAbout},
+		{"CreateDate", keyPlain},
 		// Names about secrets that hold none, and look-alikes.
 		{"totalTokens", keyPlain},
 		{"max_tokens", keyPlain},
@@ -164,6 +166,12 @@ func TestOpaque(t *testing.T) {
 		{"ci-deploy-2024-11-30", false},
 		{"deadbeefdeadbeef", false},
 		{"Bearer 3f1e7c2a9b4d4e8fa1c6", false},
+		{"dmlUc-FvszoDv8Op-qxCWhMItrHe_jl1FnmUZmKEj_x", true}, // base64url: - and _ cut its runs short
+		{"-p1PnbwEXXH-LVIVVGuFwyv_UNW4-wqSzgmIKlmq2_x", true},
+		{"HttpApiKeyAuth.d.ts", false},
+		{"MyCompany-Prod-Secret-01", false},
+		{"Release-2024-Q4-Final-Build", false},
+		{"src/components/UserProfile/Avatar", false},
 		{"3f1e7c2a9b4d", false}, // too short
 	}
 	for _, tt := range tests {

@@ -1710,6 +1710,8 @@ func (f *finder) flagWords(ws []word, depth int) {
 		if class := classifyKey(name); class != keyPlain {
 			if v, ok := nextValue(i); ok && !plainAssignment(text(v)) {
 				secretValue(class, v.start, v.end)
+			} else if i+1 < len(ws) && !ws[i+1].brk && strings.HasPrefix(text(ws[i+1]), "-") && !strings.HasPrefix(text(ws[i+1]), "--") && opaque(text(ws[i+1])) {
+				secretValue(class, ws[i+1].start, ws[i+1].end) // base64url may start with -: --token -cfr4b...
 			}
 		}
 	}
@@ -1829,7 +1831,10 @@ func credentialLike(v string) bool {
 // between them twice or more: not "Password2024"), or a run of 16 or more
 // whose pieces (at case changes and between letters and digits) are
 // shorter than 3 on average, or than 4 with fewer than one vowel in four
-// letters, where names have words ("MyApplicationSecretName").
+// letters, where names have words ("MyApplicationSecretName"); or in mixed
+// case with pieces of letters shorter than 3 on average (3.5 with two
+// digits or more) over a whole value of base64's alphabet (whose + / - _
+// cut its runs short).
 func opaque(v string) bool {
 	v = strings.Trim(strings.TrimSpace(v), "\"'`")
 	if len(v) < 16 || len(v) > maxValue {
@@ -1843,10 +1848,30 @@ func opaque(v string) bool {
 	if isUUID(v) {
 		return true
 	}
+	upper, lower, digits, wordPieces, alnums := 0, 0, 0, 0, 0 // over the whole value
+	base64 := true                                            // the value is of base64's or base64url's alphabet
 	for i := 0; i < len(v); {
 		j := i
 		for j < len(v) && isAlnum(v[j]) {
 			j++
+		}
+		if j < len(v) && strings.IndexByte("-_+/=", v[j]) < 0 {
+			base64 = false
+		}
+		for k := i; k < j; k++ {
+			alnums++
+			switch c := v[k]; {
+			case c <= '9':
+				digits++
+				continue
+			case c < 'a':
+				upper++
+			default:
+				lower++
+			}
+			if k == i || pieceStart(v[i:j], k-i) {
+				wordPieces++
+			}
 		}
 		if run := v[i:j]; len(run) >= 8 && !compactTime(run) {
 			letters, digits, mixes, pieces, vowels := 0, 0, 0, 1, 0
@@ -1875,7 +1900,8 @@ func opaque(v string) bool {
 		}
 		i = j + 1
 	}
-	return false
+	// Base64 whose + / - _ cut its runs short ("dmlUc-FvszoDv8Op-qxCWhM_x").
+	return base64 && upper >= 2 && lower >= 2 && (3*wordPieces > alnums || digits >= 2 && 7*wordPieces > 2*alnums)
 }
 
 // pieceStart reports whether a piece of run starts at k: a digit after a
