@@ -91,7 +91,9 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 			if ws.Signaled() {
 				s.resetModes(out.altScreen)
 			}
-			return resultOf(piPID, ws), nil
+			res := resultOf(piPID, ws)
+			res.Early = out.early
+			return res, nil
 		case err := <-waitErr:
 			out.drain()
 			return Result{PID: piPID}, err
@@ -369,6 +371,7 @@ type output struct {
 	wakeR, wakeW *os.File
 	done         chan struct{}
 	altScreen    altScreen // read after done
+	early        []byte    // the first EarlyBytes of the output; read after done
 }
 
 // startOutput starts copying ptmx to the user's terminal until the PTY
@@ -398,6 +401,9 @@ func (o *output) copy() {
 			_, werr = o.s.opts.Stdout.Write(buf[:n])
 			o.s.copying.Add(-1)
 			o.altScreen.scan(buf[:n])
+			if len(o.early) < EarlyBytes {
+				o.early = append(o.early, buf[:min(n, EarlyBytes-len(o.early))]...)
+			}
 		}
 		switch {
 		case err == unix.EINTR:

@@ -36,7 +36,15 @@ type Result struct {
 	Signal      syscall.Signal // the signal that killed pi, 0 if it exited
 	CoreDumped  bool           // pi's death by Signal left a core dump
 	Interrupted syscall.Signal // the first stop request (SIGTERM, SIGHUP, SIGQUIT) pi-session received, 0 if none
+	// Early is the start of what pi wrote, at most EarlyBytes: its
+	// terminal output under a PTY; without one its stderr, when
+	// pi-session passes it on (see runPlain), else nothing. It says why a
+	// pi that ends at start-up ended.
+	Early []byte
 }
+
+// EarlyBytes bounds Result.Early.
+const EarlyBytes = 4 << 10
 
 // Status is the shell's view of the result: the code, or 128+n for signal n.
 func (r Result) Status() int {

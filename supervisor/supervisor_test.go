@@ -501,6 +501,57 @@ func TestPlainPassthrough(t *testing.T) {
 	}
 }
 
+// TestEarlyOutput: the start of what pi wrote is kept for a note on how
+// it ended: under a PTY its output; without one its stderr, passed on
+// byte for byte, when stderr is neither a terminal nor stdout's file (with
+// 2>&1 pi writes to it directly, so the two streams keep their order).
+func TestEarlyOutput(t *testing.T) {
+	u := newUserTerm(t)
+	res, err := supervise(t, u, fakeLaunch(t, "fail_flag"), nil)
+	if err != nil || res.Status() != 1 || !strings.Contains(string(res.Early), "Error: Unknown option: --bogus") {
+		t.Errorf("PTY: status %d, early %q, err %v; want 1 with pi's error", res.Status(), res.Early, err)
+	}
+
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name      string
+		same      bool
+		wantEarly string
+	}{
+		{"own files", false, "Error: Unknown option: --bogus\n"},
+		{"stderr is stdout", true, ""},
+	} {
+		stdin, _ := os.Open(os.DevNull)
+		outf, _ := os.Create(filepath.Join(dir, tt.name+".out"))
+		errf := outf
+		if !tt.same {
+			errf, _ = os.Create(filepath.Join(dir, tt.name+".err"))
+		}
+		fds := openFDs(t)
+		s := New(Options{Stdin: stdin, Stdout: outf, Stderr: errf})
+		res, err := s.Run(context.Background(), fakeLaunch(t, "fail_flag"))
+		s.Close()
+		if l := leaked(fds, openFDs(t)); len(l) != 0 {
+			t.Errorf("%s: file descriptors leaked: %v", tt.name, l)
+		}
+		stdin.Close()
+		outf.Close()
+		errf.Close()
+		if err != nil || res.Status() != 1 || string(res.Early) != tt.wantEarly {
+			t.Errorf("%s: status %d, early %q, err %v; want 1, %q", tt.name, res.Status(), res.Early, err, tt.wantEarly)
+		}
+		gotOut, _ := os.ReadFile(outf.Name())
+		gotErr, _ := os.ReadFile(errf.Name())
+		wantOut, wantErr := "to stdout first\n", "Error: Unknown option: --bogus\n"
+		if tt.same {
+			wantOut += wantErr
+		}
+		if string(gotOut) != wantOut || string(gotErr) != wantErr && !tt.same {
+			t.Errorf("%s: stdout %q, stderr %q; want %q, %q", tt.name, gotOut, gotErr, wantOut, wantErr)
+		}
+	}
+}
+
 func TestPlainSignalForwarding(t *testing.T) {
 	stdin, _ := os.Open(os.DevNull)
 	defer stdin.Close()
