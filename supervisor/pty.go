@@ -34,9 +34,16 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	s.awaitForeground() // started in the background ("pi &"): stop until "fg"
 	if err := s.makeRaw(); err != nil {
 		tty.Close()
+		s.release()
 		return Result{}, &StartError{Code: 71, Err: err}
 	}
-	defer s.restoreTerminal()
+	hold := false
+	defer func() {
+		if !hold {
+			s.release()
+			s.restoreTerminal()
+		}
+	}()
 	leader, report, err := s.startLeader(l, tty)
 	tty.Close()
 	if err != nil {
@@ -58,6 +65,7 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 
 	s.target.Store(ptmx)
 	defer s.target.Store(nil)
+	s.release() // keys typed since the last launch ended go to this pi
 	s.pumpOnce.Do(func() {
 		// The descriptor is taken here, not in the goroutine: the pump
 		// outlives Run, and its *os.File may be closed by then (tests).
@@ -93,6 +101,10 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 			}
 			res := resultOf(piPID, ws)
 			res.Early = out.early
+			if l.Next != nil && l.Next(res) {
+				hold = true
+				s.holdInput()
+			}
 			return res, nil
 		case err := <-waitErr:
 			out.drain()
@@ -351,6 +363,26 @@ func (s *Supervisor) pauseInput() {
 	s.input.Lock()
 	s.inputPaused = true
 	s.input.Unlock()
+}
+
+// holdInput keeps the keyboard's bytes in the terminal for the launch
+// that follows (see Launch.Next): the pump takes nothing until release.
+func (s *Supervisor) holdInput() {
+	s.pauseInput()
+	s.mu.Lock()
+	s.held = true
+	s.mu.Unlock()
+}
+
+// release ends a hold: the pump reads the keyboard again.
+func (s *Supervisor) release() {
+	s.mu.Lock()
+	held := s.held
+	s.held = false
+	s.mu.Unlock()
+	if held {
+		s.resumeInput()
+	}
 }
 
 // resumeInput lets the pump read the keyboard again.

@@ -361,6 +361,55 @@ func TestPTYKeyboardAndRawMode(t *testing.T) {
 	}
 }
 
+// TestPTYRelaunchKeepsKeys: when a launch follows at once (Launch.Next),
+// the terminal stays raw in between, and what the user types then (Ctrl+C
+// included: raw, it is a key, not a signal to pi-session's group) reaches
+// the next pi; Close restores the terminal. Without a launch to follow,
+// Run restores it at once.
+func TestPTYRelaunchKeepsKeys(t *testing.T) {
+	u := newUserTerm(t)
+	before := termios(t, u.tty)
+	s := New(Options{Stdin: u.tty, Stdout: u.tty, Stderr: u.tty, Leader: leader(t)})
+	first := fakeLaunch(t, "exit_0")
+	first.Next = func(res Result) bool { return res.Status() == 0 }
+	if res, err := s.Run(context.Background(), first); err != nil || res.Status() != 0 {
+		t.Fatalf("first Run = %+v, %v", res, err)
+	}
+	if tio := termios(t, u.tty); tio.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 {
+		t.Errorf("terminal not raw between a launch and the one that follows: lflag %#x", tio.Lflag)
+	}
+	u.ptmx.Write([]byte("hello\rquit\r"))
+	second := fakeLaunch(t, "echo")
+	second.Next = func(Result) bool { return true }
+	res, err := s.Run(context.Background(), second)
+	if err != nil || res.Status() != 0 {
+		t.Fatalf("second Run = %+v, %v; output:\n%s", res, err, u.output())
+	}
+	u.waitFor(t, "echo:hello")
+	// Ctrl+C typed in between reaches the next pi as it would have, had it
+	// been typed once that pi runs: its terminal, not raw yet, signals it.
+	u.ptmx.Write([]byte("\x03"))
+	res, err = s.Run(context.Background(), fakeLaunch(t, "echo"))
+	if err != nil || res.Signal != syscall.SIGINT {
+		t.Errorf("third Run, after a Ctrl+C in between = %+v, %v; want death by SIGINT", res, err)
+	}
+	s.Close()
+	if tio := termios(t, u.tty); tio != before {
+		t.Errorf("terminal not restored by Close after a held launch")
+	}
+
+	s = New(Options{Stdin: u.tty, Stdout: u.tty, Stderr: u.tty, Leader: leader(t)})
+	defer s.Close()
+	last := fakeLaunch(t, "exit_0")
+	last.Next = func(Result) bool { return false }
+	if _, err := s.Run(context.Background(), last); err != nil {
+		t.Fatal(err)
+	}
+	if tio := termios(t, u.tty); tio != before {
+		t.Errorf("terminal not restored after a launch nothing follows")
+	}
+}
+
 func TestPTYLeaderIsParentAndPiLeadsItsGroup(t *testing.T) {
 	u := newUserTerm(t)
 	var piPID int

@@ -119,6 +119,13 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				}
 				piID = id
 			},
+			// A clean exit with a marker is about to be relaunched (the
+			// whole decision follows): the terminal stays raw for the
+			// fresh pi, and a Ctrl+C typed meanwhile goes to it.
+			Next: func(res supervisor.Result) bool {
+				_, err := os.Lstat(markerPath)
+				return err == nil && res.Status() == 0 && res.Interrupted == 0 && limit > 0
+			},
 		})
 		armedBy := relauncher.ArmedBy()
 		relauncher.Disarm()
