@@ -34,8 +34,14 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		return inv.errorf(pe.code, "%s", pe.msg)
 	}
 	markerDir := paths.MarkerDir(inv.env.Get)
+	// Every directory pi and pi-session write into is checked at once, so
+	// that one message names every setting a read-only HOME needs.
+	unwritable := unwritableDirs(inv.env)
 	if err := os.MkdirAll(markerDir, 0o700); err != nil {
-		return inv.errorf(exitCantCreate, "cannot create the marker directory: %v (set PI_SESSION_MARKER_DIR to a writable directory)", err)
+		if !slices.ContainsFunc(unwritable, func(p dirProblem) bool { return p.dir == markerDir }) {
+			unwritable = append(unwritable, dirProblem{writeDirs(inv.env)[1], err})
+		}
+		return inv.errorf(exitCantCreate, "%s", dirsFix(unwritable))
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -49,6 +55,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()
+	if len(unwritable) > 0 {
+		sup.Notice("%s", dirsFix(unwritable))
+	}
 	if err := marker.CheckDir(markerDir); err != nil {
 		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
 	} else if w, _ := owndir.Check(markerDir, 1); w != "" {
