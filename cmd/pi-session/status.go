@@ -249,7 +249,7 @@ func mode(r *status.Record) string {
 	if action != "" {
 		fmt.Fprintf(&b, ", action %s", action)
 	}
-	if r.Projected && (phase != "" || action != "") {
+	if r.Projected && (phase != "" || action != "") && phase != status.PhaseRelaunched { // a relaunch is never a preview
 		b.WriteString(" (projected)")
 	}
 	if r.Fallback != "" {
