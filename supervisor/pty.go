@@ -318,7 +318,9 @@ func (s *Supervisor) resume(ptmx *os.File, leader, piPID int) {
 }
 
 // pump copies the user's keyboard to the current PTY for the life of the
-// process; input arriving between launches is dropped. It reads only what
+// process; between a launch and the one that follows at once
+// (Launch.Next) it is held (holdInput), and input arriving between other
+// launches is dropped. It reads only what
 // the terminal has queued (poll, TIOCINQ, read), so that it never waits
 // inside read: a paused pump (see pauseInput) takes nothing from the
 // terminal, which then belongs to the shell.
