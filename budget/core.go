@@ -150,6 +150,7 @@ const (
 	EffEmergency = "emergency_handoff" // write a mechanical handoff, then arm the relaunch from it
 	EffShutdown  = "shutdown"          // shut pi down (at agent_settled)
 	EffContinue  = "settle_continue"   // one continuation asking for a handoff (Reason: handoff, hard, manual, idle, ...)
+	EffModelDown = "manual_failed"     // the user's /handoff ended on a model error (Reason: the error); no handoff was made
 	EffFallback  = "fallback_armed"    // Reason
 	EffCap       = "cap_advisory"      // each turn, without a wrapper
 	EffLoop      = "loop_paused"       // each turn, without a wrapper
@@ -194,6 +195,10 @@ type HandoffRejected struct{}
 // Settle: the agent is about to stop (agent_before_settle).
 type Settle struct {
 	PendingWork int // running jobs, watches, subagents
+	// ModelError is the error the run's last model request ended with
+	// (after pi's own retries), "" when it answered: a continuation
+	// asking for a handoff would only fail the same way.
+	ModelError string
 }
 
 // Settled: the run settled (agent_settled).
@@ -376,6 +381,15 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		s.Rejections++
 	case Settle:
 		if s.Pending.Path != "" || s.LoopPaused {
+			break
+		}
+		if o.ModelError != "" {
+			// The model did not answer: no continuation (it would fail
+			// too), and the user's /handoff ends, said not to be made.
+			if s.Manual {
+				s.Manual = false
+				emit(Effect{Kind: EffModelDown, Reason: o.ModelError, Source: SourceManual})
+			}
 			break
 		}
 		reason, src := "", ""

@@ -1019,18 +1019,70 @@ func (e *Engine) Manual(p Peer, arm ArmFunc, instructions string) (string, View)
 	return req, s.view()
 }
 
+// Model problems the extension finds before /handoff asks the model.
+const (
+	NoModel       = "no-model"       // no model is selected (pi has none it can use)
+	NoCredentials = "no-credentials" // the selected model's provider has no API key or login
+)
+
+// Refuse answers a /handoff that cannot reach a model: nothing is asked
+// and nothing changes; the text says why and what to do.
+func (e *Engine) Refuse(p Peer, arm ArmFunc, problem, model string) (string, View) {
+	s := e.open(p, arm)
+	defer s.mu.Unlock()
+	e.event(s, "manual_refused", map[string]any{"reason": problem, "model": model})
+	return RefuseText(problem, model), s.view()
+}
+
+// RefuseText is what the user reads when /handoff has no model to ask.
+func RefuseText(problem, model string) string {
+	if problem == NoCredentials && model != "" {
+		return fmt.Sprintf("pi-session: no model: /handoff needs one it can call, and %s has no API key or login; log in with /login or set another with /model. No handoff was made.", clip.Echo(model))
+	}
+	return "pi-session: no model: /handoff needs one; set one with /model. No handoff was made."
+}
+
+// NoRunText is what the user reads when /handoff's request started no run
+// (pi refused it; its own error says why).
+const NoRunText = "pi-session: /handoff: pi did not start the request (its error above says why). No handoff was made; fix that, then run /handoff again."
+
+// ModelDownText is what the user reads when the model did not answer
+// /handoff's request (pi retried it already).
+func ModelDownText(err string) string {
+	return fmt.Sprintf("pi-session: /handoff failed: the model did not answer (%s). No handoff was made; check the model's connection or choose another with /model, then run /handoff again.", clip.Visible(clip.To(strings.Join(strings.Fields(err), " "), 300)))
+}
+
 // ManualPrefix starts the request /handoff sends, so the run it starts is
 // known to be the manual one.
 const ManualPrefix = "[/handoff]"
 
+// SettleParams is what agent_before_settle (or agent_settled, when no
+// agent_before_settle handler ran) reports.
+type SettleParams struct {
+	PendingWork int    `json:"pendingWork"`
+	ModelError  string `json:"modelError"` // the error the run's last model request ended with, after pi's retries
+}
+
 // Settle is agent_before_settle: one continuation asking for a handoff
 // when one is required (or requested), or an idle handoff request.
 func (e *Engine) Settle(p Peer, arm ArmFunc, pendingWork int) Answer {
+	return e.SettleWith(p, arm, SettleParams{PendingWork: pendingWork})
+}
+
+// SettleWith is Settle with everything the extension reports: a /handoff
+// whose model did not answer is told to the user (what failed, that no
+// handoff was made, what to do) instead of being asked for again.
+func (e *Engine) SettleWith(p Peer, arm ArmFunc, sp SettleParams) Answer {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	fx := e.apply(s, Settle{PendingWork: pendingWork})
+	pendingWork := sp.PendingWork
+	fx := e.apply(s, Settle{PendingWork: pendingWork, ModelError: sp.ModelError})
 	a := Answer{}
 	for _, f := range fx {
+		if f.Kind == EffModelDown {
+			a.Notify = append(a.Notify, Notify{Level: "error", Text: ModelDownText(f.Reason)})
+			continue
+		}
 		if f.Kind != EffContinue {
 			continue
 		}

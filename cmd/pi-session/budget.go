@@ -191,22 +191,26 @@ func (b *budgetEngine) handoff(ctx context.Context, r *hooks.Request, p budget.P
 func (b *budgetEngine) manual(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	var q struct {
 		Instructions string `json:"instructions"`
+		Model        string `json:"model"`
+		Problem      string `json:"problem"` // budget.NoModel, budget.NoCredentials, or ""
 	}
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
+	if q.Problem != "" {
+		text, v := b.eng.Refuse(p, arm, q.Problem, q.Model)
+		return map[string]any{"refused": text, "view": v}, nil
+	}
 	req, v := b.eng.Manual(p, arm, q.Instructions)
-	return map[string]any{"request": req, "view": v}, nil
+	return map[string]any{"request": req, "noRun": budget.NoRunText, "view": v}, nil
 }
 
 func (b *budgetEngine) settle(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		PendingWork int `json:"pendingWork"`
-	}
+	var q budget.SettleParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
-	return b.eng.Settle(p, arm, q.PendingWork), nil
+	return b.eng.SettleWith(p, arm, q), nil
 }
 
 func (b *budgetEngine) settled(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {

@@ -75,6 +75,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	const grace = new Set<string>();
 	let handoffDone = false; // context_handoff succeeded in this turn
 	let pendingRef: { toolCallId: string; path: string } | undefined; // ... and the handoff it wrote
+	let modelError = ""; // the error the run's last model request ended with
 	let owned = false; // the next session_before_compact is the budget's
 	let mechanical = false; // ... and the native summarizer already failed
 	let overflowTried = false;
@@ -208,6 +209,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const m = event.message as any;
 		if (m.role === "assistant") {
 			await flush(); // a turn whose results never came (a path pi did not take before)
+			// The model's own failure (pi retried it already), not a context
+			// overflow, which the overflow recovery handles.
+			modelError = m.stopReason === "error" && !isContextOverflow(m, c.model?.contextWindow ?? 0) ? String(m.errorMessage || "error") : "";
 			const failed = m.stopReason === "error" || m.stopReason === "aborted";
 			const calls = failed ? 0 : (m.content ?? []).filter((b: any) => b.type === "toolCall").length;
 			turn = { msg: m, calls, results: [], extra: 0, sent: false };
@@ -331,9 +335,10 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	let settleSeen = false;
 	const beforeSettle = async (event: any) => {
 		settleSeen = true;
-		const a = (await ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
+		const a = (await ask<Answer>("budget.settle", { pendingWork: 0, modelError }))?.result;
 		if (!a) return undefined;
 		show(a.view);
+		notify(a);
 		if (!a.entries?.length) return undefined;
 		return { entries: [...event.entries, ...(a.entries as any[])], continue: a.continue || undefined };
 	};
@@ -351,8 +356,15 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		ctx = c;
 		for (const w of settleWaiters.splice(0)) w();
 		await flush();
-		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
+		if (!settleSeen && modelError) {
+			// A run that ended on the model's error: the engine may have
+			// something to say (a /handoff that was not made).
+			const s = (await ask<Answer>("budget.settle", { pendingWork: 0, modelError }))?.result;
+			show(s?.view);
+			notify(s);
+		} else if (!settleSeen) background("budget.settle", { pendingWork: 0, modelError });
 		settleSeen = false;
+		modelError = "";
 		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: committing() || view?.phase === "fallback-armed" ? Deadline.commit : Deadline.hook }))?.result;
 		if (a) {
 			show(a.view);
@@ -514,23 +526,84 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
 		handler: async (args, c) => {
 			ctx = c;
-			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }, { timeoutMs: Deadline.command }))?.result;
+			const problem = await modelProblem(c);
+			const a = (
+				await ask<{ request?: string; refused?: string; noRun?: string; view: View }>(
+					"budget.manual",
+					{ instructions: args.trim(), model: model(c), problem },
+					{ timeoutMs: Deadline.command },
+				)
+			)?.result;
 			if (!a) {
 				kit.say("pi-session: cannot make a handoff: the engine is unreachable", "error");
+				failExit(c);
 				return;
 			}
 			show(a.view);
+			if (a.refused || !a.request) {
+				kit.say(a.refused ?? "pi-session: /handoff: the engine sent no request; no handoff was made", "error");
+				failExit(c);
+				return;
+			}
 			if (!c.isIdle()) {
 				pi.sendUserMessage(a.request, { deliverAs: "followUp" });
 				return;
 			}
-			// Wait for the run the request starts to settle: print mode goes
-			// on to its next message (or exits) when the command returns.
-			const settled = new Promise<void>((resolve) => settleWaiters.push(resolve));
 			pi.sendUserMessage(a.request);
-			await settled;
+			// With a terminal (or an RPC client) pi goes on by itself: the
+			// command returns at once, so a request pi refuses never leaves
+			// pi waiting on a run that does not start.
+			if (!printMode(c)) return;
+			// Print mode goes on to its next message (or exits) when the
+			// command returns: wait for the run to settle. A request pi
+			// refused starts no run; the process then runs out of work
+			// (beforeExit), and the command ends saying so, exit status 1.
+			const started = await new Promise<boolean>((resolve) => {
+				const onExit = () => {
+					const i = settleWaiters.indexOf(done);
+					if (i >= 0) settleWaiters.splice(i, 1);
+					resolve(false);
+				};
+				const done = () => {
+					process.off("beforeExit", onExit);
+					resolve(true);
+				};
+				settleWaiters.push(done);
+				process.once("beforeExit", onExit);
+			});
+			if (!started) {
+				kit.say(a.noRun ?? "pi-session: /handoff: pi did not start the request; no handoff was made", "error");
+				failExit(c);
+			}
 		},
 	});
+
+	// modelProblem says why /handoff could not ask a model, before it
+	// tries: none selected (pi's stand-in when it has no model is one the
+	// registry does not know), or no credentials for its provider, as pi
+	// itself checks before a prompt.
+	const modelProblem = async (c: ExtensionContext): Promise<string> => {
+		const m = c.model;
+		const reg = c.modelRegistry;
+		if (!m || !reg?.find(m.provider, m.id)) return "no-model";
+		try {
+			if (reg.hasConfiguredAuth(m)) return "";
+			return (await reg.getProviderAuth(m.provider)) ? "" : "no-credentials";
+		} catch {
+			return "no-credentials";
+		}
+	};
+}
+
+// printMode: pi runs the prompts of its command line and exits.
+function printMode(c: ExtensionContext): boolean {
+	return c.mode === "print" || c.mode === "json";
+}
+
+// failed makes a print-mode pi exit non-zero: pi keeps a status an
+// extension set unless its own is not 0.
+function failExit(c: ExtensionContext) {
+	if (printMode(c)) process.exitCode = 1;
 }
 
 // integrations says which optional registries this process exposes.
