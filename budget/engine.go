@@ -107,6 +107,7 @@ type sess struct {
 	peer      Peer
 	arm       ArmFunc
 	model     string
+	window    Window // what pi says of the model: its context window, pi's reserve
 	loaded    Loaded
 	mode      string // effective
 	reason    string // why effective differs from configured
@@ -252,7 +253,7 @@ func (e *Engine) remode(s *sess) {
 		mode, reason, s.guard = ModeOff, "context guard off", true
 	}
 	s.mode, s.reason = mode, reason
-	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.window, s.peer.Wrapper)
 	s.resume = ResumeCommand(e.opt.Getenv, l.Config, s.peer.SessionName)
 	configured := s.configuredMode()
 	mismatch := ""
@@ -452,9 +453,9 @@ func (s *sess) statusFields() func(*status.Record) {
 		if st.FloorKnown {
 			r.Floor = ptr(st.Floor)
 		}
-		t := lim.Thresholds
+		t := lim.Configured
 		r.Thresholds = &status.Thresholds{Soft: int64(t.Soft), Handoff: int64(t.Handoff), Hard: int64(t.Hard), MinProgress: int64(t.MinProgress)}
-		r.EffectiveThresholds = &status.Thresholds{Soft: int64(eff.Soft), Handoff: int64(eff.Handoff), Hard: int64(eff.Hard), MinProgress: int64(t.MinProgress)}
+		r.EffectiveThresholds = &status.Thresholds{Soft: int64(eff.Soft), Handoff: int64(eff.Handoff), Hard: int64(eff.Hard), MinProgress: int64(lim.Thresholds.MinProgress)}
 		if last != "" {
 			r.LastHandoff = last
 			at := lastAt.UTC()
@@ -471,6 +472,11 @@ func (s *sess) statusFields() func(*status.Record) {
 			"modeReason": reason, "wrapperCanRelaunch": lim.Wrapper && !st.WrapperLost}
 		for k, v := range extra {
 			r.Extra[k], _ = json.Marshal(v)
+		}
+		// Why the thresholds in force are not the configured ones.
+		delete(r.Extra, ThresholdsReasonKey)
+		if why := lim.Fitted.Reason(model); why != "" {
+			r.Extra[ThresholdsReasonKey], _ = json.Marshal(why)
 		}
 	}
 }
@@ -526,6 +532,7 @@ type View struct {
 	// the same model cannot change anything pi does (enforce mode, idle,
 	// nothing due): the extension then need not wait for the answer.
 	QuietBelow   *float64      `json:"quietBelow"`
+	Fitted       string        `json:"fitted,omitempty"` // why the thresholds are not the configured ones (fitted to the model's window)
 	LastHandoff  string        `json:"lastHandoff,omitempty"`
 	ConfigPath   string        `json:"configPath"`
 	ConfigErrors []ConfigError `json:"configErrors,omitempty"`
@@ -536,7 +543,7 @@ func (s *sess) view() View {
 	v := View{Mode: s.mode, ConfiguredMode: s.configuredMode(), Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
 		Action: st.Action(), Projected: s.projected(), Thresholds: st.Thresholds(s.limits), Pending: st.Pending.Path,
 		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: s.done.Budget, LastHandoff: s.last.Path, Model: s.model,
-		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors}
+		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors, Fitted: s.limits.Fitted.Reason(s.model)}
 	if st.TokensKnown {
 		v.Tokens = ptr(st.Tokens)
 	}
@@ -563,8 +570,9 @@ func (s *sess) view() View {
 
 // StartParams is what session_start reports.
 type StartParams struct {
-	Model    string `json:"model"`
-	GuardOff *bool  `json:"guardOff"` // the optional guard integration's answer; nil: none
+	Model    string  `json:"model"`
+	Window   *Window `json:"window"`   // the model's window; nil: unknown
+	GuardOff *bool   `json:"guardOff"` // the optional guard integration's answer; nil: none
 }
 
 // Start begins (or resumes) a session: configuration, restoration from
@@ -573,6 +581,9 @@ func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	s.model = sp.Model
+	if sp.Window != nil {
+		s.window = *sp.Window
+	}
 	s.guardOff = sp.GuardOff != nil && *sp.GuardOff
 	e.configure(s)
 	e.restore(s)
@@ -600,8 +611,10 @@ func (e *Engine) restore(s *sess) {
 
 // InputParams is what the input hook reports.
 type InputParams struct {
-	Source   string `json:"source"` // interactive, rpc, extension
-	GuardOff *bool  `json:"guardOff"`
+	Source   string  `json:"source"` // interactive, rpc, extension
+	GuardOff *bool   `json:"guardOff"`
+	Model    string  `json:"model"`  // "": unchanged
+	Window   *Window `json:"window"` // nil: unchanged
 }
 
 // Input is every input: the configuration is reloaded; an input from the
@@ -614,6 +627,12 @@ func (e *Engine) Input(p Peer, arm ArmFunc, ip InputParams) (compact bool, v Vie
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	s.guardOff = ip.GuardOff != nil && *ip.GuardOff
+	if ip.Model != "" {
+		s.model = ip.Model
+	}
+	if ip.Window != nil {
+		s.window = *ip.Window
+	}
 	e.configure(s)
 	c := s.loaded.Config
 	st := s.state
@@ -683,6 +702,7 @@ type TurnEndParams struct {
 	Continues   bool             `json:"continues"`
 	Outcome     string           `json:"outcome"`
 	GuardOff    *bool            `json:"guardOff"` // the optional guard integration, consulted each turn
+	Window      *Window          `json:"window"`   // the model's window; nil: unchanged
 	// Pending is the handoff the extension was told is written and waits
 	// for this turn's commit; a host that did not write it (the one that
 	// did died) takes it over from its files.
@@ -737,9 +757,14 @@ const CustomType = "pi-session-budget"
 func (e *Engine) TurnEnd(ctx context.Context, p Peer, arm ArmFunc, tp TurnEndParams) Answer {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	if tp.Model != "" && tp.Model != s.model {
-		s.model = tp.Model
-		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	if tp.Model != "" && tp.Model != s.model || tp.Window != nil && *tp.Window != s.window {
+		if tp.Model != "" {
+			s.model = tp.Model
+		}
+		if tp.Window != nil {
+			s.window = *tp.Window
+		}
+		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.window, s.peer.Wrapper)
 	}
 	e.setGuard(s, tp.GuardOff)
 	if tp.Pending != nil {
@@ -1018,6 +1043,10 @@ func (e *Engine) Manual(p Peer, arm ArmFunc, instructions string) (string, View)
 	}
 	return req, s.view()
 }
+
+// ThresholdsReasonKey is the status record's member saying why the
+// effective thresholds are not the configured ones.
+const ThresholdsReasonKey = "thresholdsReason"
 
 // Model problems the extension finds before /handoff asks the model.
 const (

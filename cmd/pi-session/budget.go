@@ -6,8 +6,10 @@ import (
 	"sync"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/session"
+	"github.com/pi-session/pi-session/status"
 	"github.com/pi-session/pi-session/supervisor"
 )
 
@@ -215,4 +217,14 @@ func (b *budgetEngine) settle(ctx context.Context, r *hooks.Request, p budget.Pe
 
 func (b *budgetEngine) settled(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	return b.eng.Settled(ctx, p, arm), nil
+}
+
+// thresholdsReason is why a record's effective thresholds are not the
+// configured ones, as the budget engine wrote it ("" when they are).
+func thresholdsReason(r *status.Record) string {
+	var why string
+	if raw, ok := r.Extra[budget.ThresholdsReasonKey]; ok && json.Unmarshal(raw, &why) == nil {
+		return clip.Visible(why)
+	}
+	return ""
 }

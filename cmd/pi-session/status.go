@@ -152,6 +152,9 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	if t := tokens(r); t != "" {
 		line("tokens", "%s", t)
 	}
+	if why := thresholdsReason(r); why != "" {
+		line("", "thresholds %s", why)
+	}
 	if r.HandoffCount > 0 || r.LastHandoff != "" {
 		h := fmt.Sprintf("%d so far", r.HandoffCount)
 		if r.LastHandoff != "" {

@@ -31,6 +31,9 @@ type View = {
 	wrapper: boolean;
 	model: string;
 	quietBelow: number | null;
+	floor?: number | null;
+	thresholds?: { soft: number; handoff: number; hard: number };
+	fitted?: string;
 };
 type Draft = Record<string, unknown> & { type: string };
 type Answer = {
@@ -121,6 +124,35 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		for (const n of a?.notify ?? []) kit.say(n.text, n.level);
 	};
 	const model = (c: ExtensionContext) => (c.model ? `${c.model.provider}/${c.model.id}` : "");
+	// windowOf is what the engine fits thresholds to: the model's context
+	// window and the room pi keeps for the answer (pi compacts by itself
+	// past window - reserveTokens), from pi's settings as pi reads them
+	// (a model's override, else compaction.reserveTokens, else 16384).
+	// Read at start, at each input and when the model changes, not per turn.
+	let win: { contextWindow: number; reserveTokens: number; piCompacts: boolean } | null = null;
+	let winSent = "";
+	const windowOf = (c: ExtensionContext) => {
+		const m = c.model;
+		if (!m || !(m.contextWindow > 0)) return null;
+		let comp: any = {};
+		try {
+			comp = (pi.getSettings() as any)?.compaction ?? {};
+		} catch {
+			// settings pi cannot give: its defaults
+		}
+		const whole = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+		const over = comp?.modelOverrides?.[`${m.provider}/${m.id}`]?.reserveTokens;
+		const reserve = whole(over) ? over : whole(comp?.reserveTokens) ? comp.reserveTokens : 16384;
+		return { contextWindow: m.contextWindow, reserveTokens: reserve, piCompacts: comp?.enabled !== false };
+	};
+	// windowChanged is the window to send with a turn: only when it
+	// changed since it was last sent.
+	const windowChanged = () => {
+		const k = JSON.stringify(win);
+		if (k === winSent) return undefined;
+		winSent = k;
+		return win ?? undefined;
+	};
 	// committing: a handoff waits for this turn's end or settle, which
 	// commits it (reading it, running git) or arms the relaunch.
 	const committing = () => handoffDone || !!view?.pending;
@@ -129,8 +161,10 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		ctx = c;
 		view = undefined;
 		overflowTried = false;
+		win = windowOf(c);
+		winSent = JSON.stringify(win);
 		if (!(await kit.ready(3000))) return;
-		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
+		show((await ask<View>("budget.start", { model: model(c), window: win, guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
 	});
 
 	// Every input reloads the configuration; a user's input after
@@ -138,7 +172,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	kit.arbiter.onInput("budget", async (event, c) => {
 		ctx = c;
 		if (event.source !== "extension") overflowTried = false;
-		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off() }))?.result;
+		win = windowOf(c);
+		winSent = JSON.stringify(win);
+		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off(), model: model(c), window: win }))?.result;
 		show(a?.view);
 		if (a?.compact) await compactNow(c, false);
 		return { action: "continue" };
@@ -161,6 +197,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 				timing.toolCallMs += performance.now() - t0;
 			}
 		}
+	});
+	pi.on("model_select", (_event, c) => {
+		win = windowOf(c); // sent with the next turn
 	});
 	pi.on("session_shutdown", () => {
 		if (timingFile) fs.appendFileSync(timingFile, JSON.stringify(timing) + "\n");
@@ -250,6 +289,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			continues: t.calls > 0,
 			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
 			guardOff: await guards.off(),
+			window: windowChanged(),
 			// A host that did not write the handoff (the one that did died)
 			// takes it over from its files.
 			pending: handoffDone && pendingRef && view?.pending === pendingRef.path ? pendingRef : undefined,
@@ -521,6 +561,18 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			return { content: [{ type: "text" as const, text: a.text }], details: a.details ?? {} };
 		},
 	}));
+
+	// /pi-session's budget rows: the mode and the thresholds in force, and
+	// why they are not the configured ones (fitted to the model's window).
+	kit.report?.(async () => {
+		const v = view;
+		if (!v?.thresholds) return [];
+		const t = v.thresholds;
+		const n = (x: number) => String(Math.round(x));
+		const rows = [`budget    ${v.footer.replace(/^budget: /, "")}; soft ${n(t.soft)} / handoff ${n(t.handoff)} / hard ${n(t.hard)}${v.floor != null ? ` (floor ${v.floor})` : ""}`];
+		if (v.fitted) rows.push(`          thresholds ${v.fitted}`);
+		return rows.map((r) => `  ${r}`);
+	});
 
 	pi.registerCommand("handoff", {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
