@@ -532,7 +532,8 @@ type View struct {
 	// the same model cannot change anything pi does (enforce mode, idle,
 	// nothing due): the extension then need not wait for the answer.
 	QuietBelow   *float64      `json:"quietBelow"`
-	Fitted       string        `json:"fitted,omitempty"` // why the thresholds are not the configured ones (fitted to the model's window)
+	Fitted       string        `json:"fitted,omitempty"`       // why the thresholds are not the configured ones (fitted to the model's window)
+	ConfigNotice string        `json:"configNotice,omitempty"` // the configuration's problems, as said at the start
 	LastHandoff  string        `json:"lastHandoff,omitempty"`
 	ConfigPath   string        `json:"configPath"`
 	ConfigErrors []ConfigError `json:"configErrors,omitempty"`
@@ -543,7 +544,8 @@ func (s *sess) view() View {
 	v := View{Mode: s.mode, ConfiguredMode: s.configuredMode(), Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
 		Action: st.Action(), Projected: s.projected(), Thresholds: st.Thresholds(s.limits), Pending: st.Pending.Path,
 		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: s.done.Budget, LastHandoff: s.last.Path, Model: s.model,
-		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors, Fitted: s.limits.Fitted.Reason(s.model)}
+		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors, Fitted: s.limits.Fitted.Reason(s.model),
+		ConfigNotice: s.loaded.Notice()}
 	if st.TokensKnown {
 		v.Tokens = ptr(st.Tokens)
 	}

@@ -34,6 +34,7 @@ type View = {
 	floor?: number | null;
 	thresholds?: { soft: number; handoff: number; hard: number };
 	fitted?: string;
+	configNotice?: string;
 };
 type Draft = Record<string, unknown> & { type: string };
 type Answer = {
@@ -111,10 +112,19 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	};
 
 	let syncSettle = () => {};
+	// The configuration's problems are said once at the start, as for every
+	// engine's file, and again only when they change (the file is read at
+	// each input).
+	let toldConfig = "";
 	const show = (v: View | undefined) => {
 		if (!v) return;
 		view = v;
 		syncSettle();
+		const cn = v.configNotice ?? "";
+		if (cn !== toldConfig) {
+			toldConfig = cn;
+			if (cn) kit.say(cn, "warning");
+		}
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
@@ -160,6 +170,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		view = undefined;
+		toldConfig = "";
 		overflowTried = false;
 		win = windowOf(c);
 		winSent = JSON.stringify(win);

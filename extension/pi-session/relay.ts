@@ -399,11 +399,12 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		const h = kit.hello();
 		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
-		const c = await kit.ask<{ config: any; warnings: string[]; path?: string }>("relay.config", {}, { timeoutMs: Deadline.start });
+		const c = await kit.ask<{ config: any; warnings: string[]; path?: string; notice?: string }>("relay.config", {}, { timeoutMs: Deadline.start });
 		cfg = readConfig(c?.result.config);
 		warnings = c?.result.warnings ?? [];
 		configPath = c?.result.path ?? configPath;
-		if (warnings.length) notice(ctx, `context-relay: ${warnings[0]}${warnings.length > 1 ? ` (and ${warnings.length - 1} more: see /pi-session)` : ""}`, "warning");
+		// The same notice as every configuration file's (jsonpos.Notice).
+		if (c?.result.notice) notice(ctx, c.result.notice, "warning");
 		// "enabled": false: no /relay, no recall tool, no automatic relay.
 		if (cfg.enabled) register();
 	});
