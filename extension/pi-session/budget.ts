@@ -107,8 +107,12 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const queued = inOrder(() => kit.ask<T>(method, params, { ...o, deadline }));
 		return Promise.race([queued, new Promise<undefined>((r) => setTimeout(r, ms + 1).unref?.())]);
 	};
+	// Nothing waits for a background call, so it gets a background call's
+	// deadline: on a loaded machine a turn reported in observe mode was
+	// dropped at a hook's 250 ms, and its crossings with it. A hook queued
+	// behind it still waits at most its own deadline.
 	const background = (method: string, params: unknown) => {
-		void ask<Answer>(method, params).then((r) => show(r?.result.view));
+		void ask<Answer>(method, params, { timeoutMs: Deadline.background }).then((r) => show(r?.result.view));
 	};
 
 	let syncSettle = () => {};
@@ -140,7 +144,6 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	// (a model's override, else compaction.reserveTokens, else 16384).
 	// Read at start, at each input and when the model changes, not per turn.
 	let win: { contextWindow: number; reserveTokens: number; piCompacts: boolean } | null = null;
-	let winSent = "";
 	const windowOf = (c: ExtensionContext) => {
 		const m = c.model;
 		if (!m || !(m.contextWindow > 0)) return null;
@@ -155,14 +158,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const reserve = whole(over) ? over : whole(comp?.reserveTokens) ? comp.reserveTokens : 16384;
 		return { contextWindow: m.contextWindow, reserveTokens: reserve, piCompacts: comp?.enabled !== false };
 	};
-	// windowChanged is the window to send with a turn: only when it
-	// changed since it was last sent.
-	const windowChanged = () => {
-		const k = JSON.stringify(win);
-		if (k === winSent) return undefined;
-		winSent = k;
-		return win ?? undefined;
-	};
+
 	// committing: a handoff waits for this turn's end or settle, which
 	// commits it (reading it, running git) or arms the relaunch.
 	const committing = () => handoffDone || !!view?.pending;
@@ -173,7 +169,6 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		toldConfig = "";
 		overflowTried = false;
 		win = windowOf(c);
-		winSent = JSON.stringify(win);
 		if (!(await kit.ready(3000))) return;
 		show((await ask<View>("budget.start", { model: model(c), window: win, guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
 	});
@@ -184,7 +179,6 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		ctx = c;
 		if (event.source !== "extension") overflowTried = false;
 		win = windowOf(c);
-		winSent = JSON.stringify(win);
 		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off(), model: model(c), window: win }))?.result;
 		show(a?.view);
 		if (a?.compact) await compactNow(c, false);
@@ -300,7 +294,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			continues: t.calls > 0,
 			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
 			guardOff: await guards.off(),
-			window: windowChanged(),
+			// Every turn: an answer lost at start or input (a loaded
+			// machine) must not leave the thresholds unfitted.
+			window: win ?? undefined,
 			// A host that did not write the handoff (the one that did died)
 			// takes it over from its files.
 			pending: handoffDone && pendingRef && view?.pending === pendingRef.path ? pendingRef : undefined,
