@@ -207,6 +207,22 @@ type Loaded struct {
 	Requested string `json:"requested,omitempty"`
 }
 
+// Notice is what pi-session says at a session's start about the file's
+// problems (jsonpos.Notice, as for every configuration file): each placed
+// in the file, and, for an error, that the budget runs in observe mode
+// until the file is fixed. "" when there are none.
+func (l Loaded) Notice() string {
+	var problems []string
+	for _, e := range l.Errors {
+		problems = append(problems, strings.TrimPrefix(e.Error(), "budget: config: "))
+	}
+	outcome := ""
+	if l.Invalid() {
+		outcome = "the budget runs in observe mode until the file is fixed"
+	}
+	return jsonpos.Notice(problems, outcome, "pi-session engine budget lists them")
+}
+
 // Invalid reports whether an error (not a warning) forced observe mode.
 func (l Loaded) Invalid() bool {
 	for _, e := range l.Errors {

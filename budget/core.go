@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"fmt"
 	"math"
 	"slices"
 )
@@ -39,9 +40,12 @@ const (
 )
 
 // Limits are the numbers the policy applies to one session: its role's
-// thresholds for its model, and whether an owned wrapper can relaunch.
+// thresholds for its model, fitted to the model's window, and whether an
+// owned wrapper can relaunch.
 type Limits struct {
-	Thresholds    Thresholds
+	Thresholds    Thresholds // in force: Configured, fitted to the window
+	Configured    Thresholds // the configuration's, for the role and model
+	Fitted        Fitted
 	Grace         Grace
 	Cap           int
 	Loop          Loop
@@ -49,16 +53,97 @@ type Limits struct {
 	Wrapper       bool
 }
 
-// LimitsFor derives a session's limits from the configuration.
-func LimitsFor(c Config, subagent bool, model string, wrapper bool) Limits {
+// LimitsFor derives a session's limits from the configuration and the
+// model's window (the zero Window: unknown, nothing is fitted).
+func LimitsFor(c Config, subagent bool, model string, w Window, wrapper bool) Limits {
+	configured := c.ThresholdsFor(subagent, model)
+	t, fitted := Fit(configured, w)
 	return Limits{
-		Thresholds:    c.ThresholdsFor(subagent, model),
+		Thresholds:    t,
+		Configured:    configured,
+		Fitted:        fitted,
 		Grace:         c.HandoffGrace,
 		Cap:           c.MaxHandoffsPerSession,
 		Loop:          c.Loop,
 		IdleMinTokens: c.IdleMinTokens,
 		Wrapper:       wrapper,
 	}
+}
+
+// Window is what pi says of a session's model: its context window and the
+// room pi keeps free for the answer (compaction.reserveTokens, 16384
+// unless set). pi compacts by itself once the context passes Tokens -
+// Reserve (unless its compaction is off). Tokens 0: unknown.
+type Window struct {
+	Tokens     int64 `json:"contextWindow"`
+	Reserve    int64 `json:"reserveTokens"`
+	PiCompacts bool  `json:"piCompacts"` // pi's own automatic compaction is on
+}
+
+// Ceiling is the most context the window leaves for a request: where pi
+// compacts by itself.
+func (w Window) Ceiling() int64 { return w.Tokens - w.Reserve }
+
+// FitShare is the part of the ceiling a fitted hard threshold takes; the
+// rest is room for the turn that crosses it and the handoff written there,
+// so the budget acts before pi compacts.
+const FitShare = 0.9
+
+// Fitted says how a session's thresholds were fitted to its model's window
+// (Factor 0: they fit as configured).
+type Fitted struct {
+	Factor  float64 `json:"factor"`
+	Window  Window  `json:"window"`
+	Ceiling int64   `json:"ceiling"`
+}
+
+// Fit fits thresholds to a window. When hard lies past FitShare of the
+// ceiling (the defaults, made for windows of a million tokens, on a model
+// of 128k or 200k, where pi's own compaction always came first), soft,
+// handoff, hard and minProgress are scaled by one factor that puts hard
+// there: their proportions stay, and the floor-relative rules (Effective)
+// apply to the result as to configured thresholds. Thresholds that fit,
+// an unknown window and a window without room (ceiling <= 0) are left as
+// they are.
+func Fit(t Thresholds, w Window) (Thresholds, Fitted) {
+	c := w.Ceiling()
+	if w.Tokens <= 0 || c <= 0 {
+		return t, Fitted{}
+	}
+	limit := math.Floor(FitShare * float64(c))
+	if t.Hard <= limit || limit < 1 {
+		return t, Fitted{}
+	}
+	f := limit / t.Hard
+	scale := func(v float64) float64 { return math.Max(1, math.Floor(v*f)) }
+	return Thresholds{Soft: scale(t.Soft), Handoff: scale(t.Handoff), Hard: limit, MinProgress: scale(t.MinProgress)},
+		Fitted{Factor: f, Window: w, Ceiling: c}
+}
+
+// Reason says, for a person, why the thresholds in force are not the
+// configured ones ("" when they are).
+func (f Fitted) Reason(model string) string {
+	if f.Factor == 0 {
+		return ""
+	}
+	of := ""
+	if model != "" {
+		of = " of " + model
+	}
+	where := fmt.Sprintf("pi compacts past %d tokens", f.Ceiling)
+	if !f.Window.PiCompacts {
+		where = fmt.Sprintf("%d tokens left once pi's reserve of %d for the answer is kept", f.Ceiling, f.Window.Reserve)
+	}
+	return fmt.Sprintf("fitted to the %s window%s (%s; hard at %.0f%% of that, the configured thresholds scaled by %.3f)",
+		kTokens(f.Window.Tokens), of, where, FitShare*100, f.Factor)
+}
+
+// kTokens writes 128000 as 128k.
+func kTokens(n int64) string {
+	if n >= 1000 {
+		return fmt.Sprintf("%dk", (n+500)/1000)
+	}
+	return fmt.Sprint(n)
 }
 
 // EffectiveThresholds are the thresholds in force for a measured floor.
@@ -150,6 +235,7 @@ const (
 	EffEmergency = "emergency_handoff" // write a mechanical handoff, then arm the relaunch from it
 	EffShutdown  = "shutdown"          // shut pi down (at agent_settled)
 	EffContinue  = "settle_continue"   // one continuation asking for a handoff (Reason: handoff, hard, manual, idle, ...)
+	EffModelDown = "manual_failed"     // the user's /handoff ended on a model error (Reason: the error); no handoff was made
 	EffFallback  = "fallback_armed"    // Reason
 	EffCap       = "cap_advisory"      // each turn, without a wrapper
 	EffLoop      = "loop_paused"       // each turn, without a wrapper
@@ -194,6 +280,10 @@ type HandoffRejected struct{}
 // Settle: the agent is about to stop (agent_before_settle).
 type Settle struct {
 	PendingWork int // running jobs, watches, subagents
+	// ModelError is the error the run's last model request ended with
+	// (after pi's own retries), "" when it answered: a continuation
+	// asking for a handoff would only fail the same way.
+	ModelError string
 }
 
 // Settled: the run settled (agent_settled).
@@ -376,6 +466,15 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 		s.Rejections++
 	case Settle:
 		if s.Pending.Path != "" || s.LoopPaused {
+			break
+		}
+		if o.ModelError != "" {
+			// The model did not answer: no continuation (it would fail
+			// too), and the user's /handoff ends, said not to be made.
+			if s.Manual {
+				s.Manual = false
+				emit(Effect{Kind: EffModelDown, Reason: o.ModelError, Source: SourceManual})
+			}
 			break
 		}
 		reason, src := "", ""

@@ -370,3 +370,51 @@ func TestUnknownFloorNeverBlocks(t *testing.T) {
 		t.Errorf("blocked with an unknown floor: %v (%v)", fx, kinds)
 	}
 }
+
+// TestFit: thresholds past 90% of where pi compacts (window - reserve) are
+// scaled by one factor that puts hard there; ones that fit, an unknown
+// window and a window with no room are left alone; the floor-relative
+// rules apply to the fitted thresholds.
+func TestFit(t *testing.T) {
+	def := Default().Main
+	cases := []struct {
+		name    string
+		in      Thresholds
+		w       Window
+		want    Thresholds
+		fitted  bool
+		floor   int64
+		handoff float64 // effective handoff with that floor
+	}{
+		{"128k", def, Window{Tokens: 128000, Reserve: 16384, PiCompacts: true}, Thresholds{Soft: 50227, Handoff: 66969, Hard: 100454, MinProgress: 8371}, true, 2000, 66969},
+		{"200k", def, Window{Tokens: 200000, Reserve: 16384, PiCompacts: true}, Thresholds{Soft: 82627, Handoff: 110169, Hard: 165254, MinProgress: 13771}, true, 0, 110169},
+		{"128k, prompt-heavy floor", def, Window{Tokens: 128000, Reserve: 16384}, Thresholds{Soft: 50227, Handoff: 66969, Hard: 100454, MinProgress: 8371}, true, 70000, 78371},
+		{"1M fits", def, Window{Tokens: 1000000, Reserve: 16384}, def, false, 0, 400000},
+		{"unknown window", def, Window{}, def, false, 0, 400000},
+		{"no room", def, Window{Tokens: 16000, Reserve: 16384}, def, false, 0, 400000},
+		{"small explicit ones fit", Thresholds{Soft: 40000, Handoff: 60000, Hard: 90000, MinProgress: 10000}, Window{Tokens: 128000, Reserve: 16384}, Thresholds{Soft: 40000, Handoff: 60000, Hard: 90000, MinProgress: 10000}, false, 0, 60000},
+	}
+	for _, c := range cases {
+		got, f := Fit(c.in, c.w)
+		if d := cmp.Diff(c.want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, d)
+		}
+		if (f.Factor != 0) != c.fitted {
+			t.Errorf("%s: fitted %+v, want fitted %v", c.name, f, c.fitted)
+		}
+		if c.fitted && got.Hard >= float64(c.w.Ceiling()) {
+			t.Errorf("%s: hard %v not below pi's compaction at %d", c.name, got.Hard, c.w.Ceiling())
+		}
+		e := Effective(got, Grace{Fraction: 0.5}, c.floor, c.floor > 0)
+		if e.Handoff != c.handoff || e.Soft > e.Handoff || e.Handoff > e.Hard {
+			t.Errorf("%s: effective %+v, want handoff %v and soft <= handoff <= hard", c.name, e, c.handoff)
+		}
+	}
+	if got := (Fitted{}).Reason("m"); got != "" {
+		t.Errorf("unfitted reason %q", got)
+	}
+	_, f := Fit(def, Window{Tokens: 128000, Reserve: 16384})
+	if got, want := f.Reason("p/m"), "fitted to the 128k window of p/m (111616 tokens left once pi's reserve of 16384 for the answer is kept; hard at 90% of that, the configured thresholds scaled by 0.167)"; got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+}

@@ -107,6 +107,7 @@ type sess struct {
 	peer      Peer
 	arm       ArmFunc
 	model     string
+	window    Window // what pi says of the model: its context window, pi's reserve
 	loaded    Loaded
 	mode      string // effective
 	reason    string // why effective differs from configured
@@ -252,7 +253,7 @@ func (e *Engine) remode(s *sess) {
 		mode, reason, s.guard = ModeOff, "context guard off", true
 	}
 	s.mode, s.reason = mode, reason
-	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	s.limits = LimitsFor(l.Config, s.peer.Subagent, s.model, s.window, s.peer.Wrapper)
 	s.resume = ResumeCommand(e.opt.Getenv, l.Config, s.peer.SessionName)
 	configured := s.configuredMode()
 	mismatch := ""
@@ -452,9 +453,9 @@ func (s *sess) statusFields() func(*status.Record) {
 		if st.FloorKnown {
 			r.Floor = ptr(st.Floor)
 		}
-		t := lim.Thresholds
+		t := lim.Configured
 		r.Thresholds = &status.Thresholds{Soft: int64(t.Soft), Handoff: int64(t.Handoff), Hard: int64(t.Hard), MinProgress: int64(t.MinProgress)}
-		r.EffectiveThresholds = &status.Thresholds{Soft: int64(eff.Soft), Handoff: int64(eff.Handoff), Hard: int64(eff.Hard), MinProgress: int64(t.MinProgress)}
+		r.EffectiveThresholds = &status.Thresholds{Soft: int64(eff.Soft), Handoff: int64(eff.Handoff), Hard: int64(eff.Hard), MinProgress: int64(lim.Thresholds.MinProgress)}
 		if last != "" {
 			r.LastHandoff = last
 			at := lastAt.UTC()
@@ -471,6 +472,11 @@ func (s *sess) statusFields() func(*status.Record) {
 			"modeReason": reason, "wrapperCanRelaunch": lim.Wrapper && !st.WrapperLost}
 		for k, v := range extra {
 			r.Extra[k], _ = json.Marshal(v)
+		}
+		// Why the thresholds in force are not the configured ones.
+		delete(r.Extra, ThresholdsReasonKey)
+		if why := lim.Fitted.Reason(model); why != "" {
+			r.Extra[ThresholdsReasonKey], _ = json.Marshal(why)
 		}
 	}
 }
@@ -526,6 +532,8 @@ type View struct {
 	// the same model cannot change anything pi does (enforce mode, idle,
 	// nothing due): the extension then need not wait for the answer.
 	QuietBelow   *float64      `json:"quietBelow"`
+	Fitted       string        `json:"fitted,omitempty"`       // why the thresholds are not the configured ones (fitted to the model's window)
+	ConfigNotice string        `json:"configNotice,omitempty"` // the configuration's problems, as said at the start
 	LastHandoff  string        `json:"lastHandoff,omitempty"`
 	ConfigPath   string        `json:"configPath"`
 	ConfigErrors []ConfigError `json:"configErrors,omitempty"`
@@ -536,7 +544,8 @@ func (s *sess) view() View {
 	v := View{Mode: s.mode, ConfiguredMode: s.configuredMode(), Reason: s.reason, Footer: s.footer(), Phase: st.Phase,
 		Action: st.Action(), Projected: s.projected(), Thresholds: st.Thresholds(s.limits), Pending: st.Pending.Path,
 		Wrapper: s.limits.Wrapper && !st.WrapperLost, Commits: s.done.Budget, LastHandoff: s.last.Path, Model: s.model,
-		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors}
+		ConfigPath: s.loaded.Path, ConfigErrors: s.loaded.Errors, Fitted: s.limits.Fitted.Reason(s.model),
+		ConfigNotice: s.loaded.Notice()}
 	if st.TokensKnown {
 		v.Tokens = ptr(st.Tokens)
 	}
@@ -563,8 +572,9 @@ func (s *sess) view() View {
 
 // StartParams is what session_start reports.
 type StartParams struct {
-	Model    string `json:"model"`
-	GuardOff *bool  `json:"guardOff"` // the optional guard integration's answer; nil: none
+	Model    string  `json:"model"`
+	Window   *Window `json:"window"`   // the model's window; nil: unknown
+	GuardOff *bool   `json:"guardOff"` // the optional guard integration's answer; nil: none
 }
 
 // Start begins (or resumes) a session: configuration, restoration from
@@ -573,6 +583,9 @@ func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	s.model = sp.Model
+	if sp.Window != nil {
+		s.window = *sp.Window
+	}
 	s.guardOff = sp.GuardOff != nil && *sp.GuardOff
 	e.configure(s)
 	e.restore(s)
@@ -600,8 +613,10 @@ func (e *Engine) restore(s *sess) {
 
 // InputParams is what the input hook reports.
 type InputParams struct {
-	Source   string `json:"source"` // interactive, rpc, extension
-	GuardOff *bool  `json:"guardOff"`
+	Source   string  `json:"source"` // interactive, rpc, extension
+	GuardOff *bool   `json:"guardOff"`
+	Model    string  `json:"model"`  // "": unchanged
+	Window   *Window `json:"window"` // nil: unchanged
 }
 
 // Input is every input: the configuration is reloaded; an input from the
@@ -614,6 +629,12 @@ func (e *Engine) Input(p Peer, arm ArmFunc, ip InputParams) (compact bool, v Vie
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
 	s.guardOff = ip.GuardOff != nil && *ip.GuardOff
+	if ip.Model != "" {
+		s.model = ip.Model
+	}
+	if ip.Window != nil {
+		s.window = *ip.Window
+	}
 	e.configure(s)
 	c := s.loaded.Config
 	st := s.state
@@ -683,6 +704,7 @@ type TurnEndParams struct {
 	Continues   bool             `json:"continues"`
 	Outcome     string           `json:"outcome"`
 	GuardOff    *bool            `json:"guardOff"` // the optional guard integration, consulted each turn
+	Window      *Window          `json:"window"`   // the model's window; nil: unchanged
 	// Pending is the handoff the extension was told is written and waits
 	// for this turn's commit; a host that did not write it (the one that
 	// did died) takes it over from its files.
@@ -737,9 +759,14 @@ const CustomType = "pi-session-budget"
 func (e *Engine) TurnEnd(ctx context.Context, p Peer, arm ArmFunc, tp TurnEndParams) Answer {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	if tp.Model != "" && tp.Model != s.model {
-		s.model = tp.Model
-		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
+	if tp.Model != "" && tp.Model != s.model || tp.Window != nil && *tp.Window != s.window {
+		if tp.Model != "" {
+			s.model = tp.Model
+		}
+		if tp.Window != nil {
+			s.window = *tp.Window
+		}
+		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.window, s.peer.Wrapper)
 	}
 	e.setGuard(s, tp.GuardOff)
 	if tp.Pending != nil {
@@ -1019,18 +1046,74 @@ func (e *Engine) Manual(p Peer, arm ArmFunc, instructions string) (string, View)
 	return req, s.view()
 }
 
+// ThresholdsReasonKey is the status record's member saying why the
+// effective thresholds are not the configured ones.
+const ThresholdsReasonKey = "thresholdsReason"
+
+// Model problems the extension finds before /handoff asks the model.
+const (
+	NoModel       = "no-model"       // no model is selected (pi has none it can use)
+	NoCredentials = "no-credentials" // the selected model's provider has no API key or login
+)
+
+// Refuse answers a /handoff that cannot reach a model: nothing is asked
+// and nothing changes; the text says why and what to do.
+func (e *Engine) Refuse(p Peer, arm ArmFunc, problem, model string) (string, View) {
+	s := e.open(p, arm)
+	defer s.mu.Unlock()
+	e.event(s, "manual_refused", map[string]any{"reason": problem, "model": model})
+	return RefuseText(problem, model), s.view()
+}
+
+// RefuseText is what the user reads when /handoff has no model to ask.
+func RefuseText(problem, model string) string {
+	if problem == NoCredentials && model != "" {
+		return fmt.Sprintf("pi-session: no model: /handoff needs one it can call, and %s has no API key or login; log in with /login or set another with /model. No handoff was made.", clip.Echo(model))
+	}
+	return "pi-session: no model: /handoff needs one; set one with /model. No handoff was made."
+}
+
+// NoRunText is what the user reads when /handoff's request started no run
+// (pi refused it; its own error says why).
+const NoRunText = "pi-session: /handoff: pi did not start the request (its error above says why). No handoff was made; fix that, then run /handoff again."
+
+// ModelDownText is what the user reads when the model did not answer
+// /handoff's request (pi retried it already).
+func ModelDownText(err string) string {
+	return fmt.Sprintf("pi-session: /handoff failed: the model did not answer (%s). No handoff was made; check the model's connection or choose another with /model, then run /handoff again.", clip.Visible(clip.To(strings.Join(strings.Fields(err), " "), 300)))
+}
+
 // ManualPrefix starts the request /handoff sends, so the run it starts is
 // known to be the manual one.
 const ManualPrefix = "[/handoff]"
 
+// SettleParams is what agent_before_settle (or agent_settled, when no
+// agent_before_settle handler ran) reports.
+type SettleParams struct {
+	PendingWork int    `json:"pendingWork"`
+	ModelError  string `json:"modelError"` // the error the run's last model request ended with, after pi's retries
+}
+
 // Settle is agent_before_settle: one continuation asking for a handoff
 // when one is required (or requested), or an idle handoff request.
 func (e *Engine) Settle(p Peer, arm ArmFunc, pendingWork int) Answer {
+	return e.SettleWith(p, arm, SettleParams{PendingWork: pendingWork})
+}
+
+// SettleWith is Settle with everything the extension reports: a /handoff
+// whose model did not answer is told to the user (what failed, that no
+// handoff was made, what to do) instead of being asked for again.
+func (e *Engine) SettleWith(p Peer, arm ArmFunc, sp SettleParams) Answer {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
-	fx := e.apply(s, Settle{PendingWork: pendingWork})
+	pendingWork := sp.PendingWork
+	fx := e.apply(s, Settle{PendingWork: pendingWork, ModelError: sp.ModelError})
 	a := Answer{}
 	for _, f := range fx {
+		if f.Kind == EffModelDown {
+			a.Notify = append(a.Notify, Notify{Level: "error", Text: ModelDownText(f.Reason)})
+			continue
+		}
 		if f.Kind != EffContinue {
 			continue
 		}

@@ -972,3 +972,52 @@ func TestHandoffCarriesPins(t *testing.T) {
 		t.Errorf("emergency handoff %q: %v\n%s", armed, err, em)
 	}
 }
+
+// TestManualWithoutModel: a /handoff that has no model to ask changes
+// nothing and says why and what to do; one whose model did not answer is
+// not asked for again, and the user is told it was not made (in every
+// mode), while a model that answers still gets the one continuation.
+func TestManualWithoutModel(t *testing.T) {
+	for _, config := range []string{"", enforceConfig} {
+		e := newTestEnv(t, config)
+		eng, p := e.start("m1")
+		for _, c := range []struct{ problem, model, want string }{
+			{NoModel, "unknown/unknown", "pi-session: no model: /handoff needs one; set one with /model. No handoff was made."},
+			{NoCredentials, "anthropic/x\x1b[2J", `anthropic/x\x1b[2J has no API key or login; log in with /login or set another with /model`},
+		} {
+			text, v := eng.Refuse(p, nil, c.problem, c.model)
+			if !strings.Contains(text, c.want) {
+				t.Errorf("%s: %q, want %q", c.problem, text, c.want)
+			}
+			if v.Gate || v.Action != "none" || v.Live != (config != "") {
+				t.Errorf("%s: a refused /handoff changed the policy: %+v", c.problem, v)
+			}
+		}
+		if got := e.field("manual_refused", "reason"); len(got) != 2 {
+			t.Errorf("manual_refused events: %v", got)
+		}
+
+		eng.Manual(p, nil, "")
+		eng.AgentStart(p, nil, AgentStartParams{Manual: true})
+		a := eng.SettleWith(p, nil, SettleParams{ModelError: "Connection error.: connect ECONNREFUSED 127.0.0.1:9\n"})
+		if a.Continue || len(a.Entries) != 0 {
+			t.Errorf("config %q: a model that did not answer was asked again: %+v", config, a)
+		}
+		want := []Notify{{Level: "error", Text: "pi-session: /handoff failed: the model did not answer (Connection error.: connect ECONNREFUSED 127.0.0.1:9). No handoff was made; check the model's connection or choose another with /model, then run /handoff again."}}
+		if d := cmp.Diff(want, a.Notify); d != "" {
+			t.Errorf("config %q: notify (-want +got):\n%s", config, d)
+		}
+		if a.View.Live && config == "" {
+			t.Errorf("the failed /handoff still counts as asked: %+v", a.View)
+		}
+		if a := eng.SettleWith(p, nil, SettleParams{ModelError: "again"}); len(a.Notify) != 0 {
+			t.Errorf("told twice: %+v", a.Notify)
+		}
+
+		eng.Manual(p, nil, "")
+		eng.AgentStart(p, nil, AgentStartParams{Manual: true})
+		if a := eng.SettleWith(p, nil, SettleParams{}); !a.Continue || len(a.Notify) != 0 {
+			t.Errorf("config %q: a model that answered without a handoff: %+v", config, a)
+		}
+	}
+}

@@ -255,9 +255,9 @@ func TestOffloadNotifyOnStart(t *testing.T) {
 		return r.IsNotify() && strings.Contains(r.Str("message"), "Context Engineer is on")
 	})
 	warn, _ := rpc.WaitFrom(0, "the configuration warning", func(r pitest.Record) bool {
-		return r.IsNotify() && strings.Contains(r.Str("message"), "warning in the configuration")
+		return r.IsNotify() && strings.Contains(r.Str("message"), "context-engineer.json:")
 	})
-	if want := cfg + ":3: enabled: null is not true or false; using the default true"; !strings.Contains(warn.Str("message"), want) {
+	if want := "pi-session: " + cfg + ":3:14: enabled: null is not true or false; using the default true"; warn.Str("message") != want {
 		t.Errorf("start warning = %q, want it to hold %q", warn.Str("message"), want)
 	}
 	if got := warn.Str("notifyType"); got != "warning" {

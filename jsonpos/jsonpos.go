@@ -113,7 +113,7 @@ func Kind(raw []byte) string {
 // error only; decoding into a Go value adds range errors without a place).
 func SyntaxError(data []byte, err error) (Pos, string) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return Pos{}, "empty file"
+		return Pos{Line: 1, Column: 1}, "empty file" // placed, as every problem is
 	}
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return Pos{Line: 1, Column: 1}, "the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow"

@@ -2,6 +2,7 @@ package jsonpos
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,8 +28,8 @@ func TestSyntaxError(t *testing.T) {
 	for _, tt := range []struct {
 		in, want string
 	}{
-		{"", "empty file"},
-		{"  \n", "empty file"},
+		{"", "1:1: empty file"},
+		{"  \n", "1:1: empty file"},
 		{`{"a":`, "1:6: unexpected end of file: the JSON is cut short"},
 		{"{\n\"a\": tru}", "2:9: invalid JSON: invalid character '}' in literal true (expecting 'e')"},
 		{`{"a":1}x`, "1:8: invalid JSON: invalid character 'x' after top-level value"},
@@ -164,6 +165,33 @@ func TestNearest(t *testing.T) {
 	} {
 		if got := Nearest(key, known); got != want {
 			t.Errorf("Nearest(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestNotice(t *testing.T) {
+	p := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("/a/c.json:%d:3: field \"k%d\": unknown key, ignored", i+1, i))
+		}
+		return out
+	}
+	cases := []struct {
+		problems        []string
+		outcome, listed string
+		want            string
+	}{
+		{nil, "x", "y", ""},
+		{p(1), "", "", `pi-session: /a/c.json:1:3: field "k0": unknown key, ignored`},
+		{p(1), "observe mode", "", `pi-session: /a/c.json:1:3: field "k0": unknown key, ignored; observe mode`},
+		{p(2), "", "", "pi-session: 2 configuration problems:\n  /a/c.json:1:3: field \"k0\": unknown key, ignored\n  /a/c.json:2:3: field \"k1\": unknown key, ignored"},
+		{p(5), "the defaults stand", "/ce settings lists them", "pi-session: 5 configuration problems; the defaults stand:\n" +
+			"  /a/c.json:1:3: field \"k0\": unknown key, ignored\n  /a/c.json:2:3: field \"k1\": unknown key, ignored\n  /a/c.json:3:3: field \"k2\": unknown key, ignored\n  ... 2 more: /ce settings lists them"},
+	}
+	for _, c := range cases {
+		if d := cmp.Diff(c.want, Notice(c.problems, c.outcome, c.listed)); d != "" {
+			t.Errorf("%d problems (-want +got):\n%s", len(c.problems), d)
 		}
 	}
 }

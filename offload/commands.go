@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos"
 )
 
 // SearchRequest searches every stored payload of the workspace (for the
@@ -473,9 +474,6 @@ type StartResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// startWarnings is how many configuration warnings the start notice names.
-const startWarnings = 3
-
 // Start is the engine's word when a session starts (notifyOnStart).
 func (e *Engine) Start(ctx context.Context) (StartResult, error) {
 	var res StartResult
@@ -491,20 +489,12 @@ func (e *Engine) Start(ctx context.Context) (StartResult, error) {
 		}
 	}
 	if len(warnings) > 0 {
-		var b strings.Builder
-		fmt.Fprintf(&b, "Context Engineer: %d warning", len(warnings))
+		// The same notice as every configuration file's.
+		outcome := ""
 		if len(warnings) > 1 {
-			b.WriteString("s")
+			outcome = "the defaults stand for those settings"
 		}
-		b.WriteString(" in the configuration; the defaults stand for those settings:")
-		for i, w := range warnings {
-			if i == startWarnings {
-				fmt.Fprintf(&b, "\n  ... %d more: /ce settings lists them all", len(warnings)-startWarnings)
-				break
-			}
-			fmt.Fprintf(&b, "\n  %s", w)
-		}
-		res.Warning = capText(b.String(), maxCommandBytes)
+		res.Warning = capText(jsonpos.Notice(warnings, outcome, "/ce settings lists them all"), maxCommandBytes)
 	}
 	return res, nil
 }

@@ -243,7 +243,7 @@ func (w *configWarnings) addAt(off int64, col bool, format string, a ...any) {
 }
 
 // add adds a warning about the line of the byte at off.
-func (w *configWarnings) add(off int64, format string, a ...any) { w.addAt(off, false, format, a...) }
+func (w *configWarnings) add(off int64, format string, a ...any) { w.addAt(off, true, format, a...) }
 
 func (w *configWarnings) list() []string {
 	if w.more > 0 {

@@ -165,8 +165,8 @@ func FuzzConfigKeys(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	const name = "ws/.pi/context-engineer.json"
-	unknownRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+: .*: unknown setting, ignored(?: \((?:did you mean "[^"]*"\?|the settings are [^()]*)\))?$`)
-	repeatedRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+: .*: set again \(first on line \d+\); the last value counts$`)
+	unknownRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+:\d+: .*: unknown setting, ignored(?: \((?:did you mean "[^"]*"\?|the settings are [^()]*)\))?$`)
+	repeatedRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+:\d+: .*: set again \(first on line \d+\); the last value counts$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		keys, ok := jsonpostest.Keys(data)
 		if !ok {
@@ -187,7 +187,8 @@ func FuzzConfigKeys(f *testing.F) {
 		}
 		at := func(what string) func(jsonpostest.Key) []string {
 			return func(k jsonpostest.Key) []string {
-				return []string{fmt.Sprintf("%s:%d: %s: %s", name, k.Line, clip.Echo(k.Path()), what)}
+				// Placed at the key's line (and a column, which Key does not know).
+				return []string{fmt.Sprintf("%s:%d:", name, k.Line), fmt.Sprintf(": %s: %s", clip.Echo(k.Path()), what)}
 			}
 		}
 		for _, c := range []struct {

@@ -60,6 +60,11 @@ type LoadedConfig struct {
 	// Notice is the one line to tell the user ("" when all is well): the
 	// problems and what they mean.
 	Notice string `json:"notice,omitempty"`
+	// StartNotice is what pi-session says about the file when a session
+	// starts, the same notice as for every configuration file
+	// (jsonpos.Notice): each problem placed in the file, then what they
+	// mean. "" when all is well.
+	StartNotice string `json:"startNotice,omitempty"`
 }
 
 // configSchema is every key of the file, for jsonpos.Check.
@@ -152,7 +157,8 @@ func ParseConfig(name string, data []byte) LoadedConfig {
 		m, given := last[k]
 		if !given {
 			if l.Config.Enabled { // a file that turns recaps off needs no model
-				say(jsonpos.Pos{}, k, "missing")
+				// Placed where it would go: at the object's closing brace.
+				say(jsonpos.At(data, int64(len(bytes.TrimRight(data, " \t\r\n")))-1), k, "missing")
 			}
 			bad = true
 			continue
@@ -216,6 +222,22 @@ func (l LoadedConfig) finish() LoadedConfig {
 	}
 	b.WriteString(". Fix the file, or choose again with /recap.")
 	l.Notice = b.String()
+	var outcome []string
+	switch {
+	case l.Off != "":
+		outcome = append(outcome, "recaps are off until this is fixed: "+l.Off)
+	case l.Defaults && l.Config.Enabled:
+		outcome = append(outcome, fmt.Sprintf("recaps use the default model (%s/%s · %s)", d.Provider, d.Model, d.Reasoning))
+	}
+	if l.NoSave != "" {
+		outcome = append(outcome, "/recap does not save there: "+l.NoSave)
+	}
+	problems := l.Problems
+	if len(problems) == 0 { // only NoSave: the file itself is fine
+		problems = []string{l.Path + ": " + strings.Join(outcome, "; ")}
+		outcome = nil
+	}
+	l.StartNotice = jsonpos.Notice(problems, strings.Join(outcome, "; "), "")
 	return l
 }
 
@@ -255,7 +277,7 @@ func LoadConfig(path string) LoadedConfig {
 	if warning != "" {
 		l.Problems = append(l.Problems, warning)
 	}
-	l.Notice = ""
+	l.Notice, l.StartNotice = "", ""
 	return l.finish()
 }
 

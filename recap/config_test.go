@@ -50,7 +50,7 @@ func TestParseConfig(t *testing.T) {
 			[]string{`c.json:1:64: field "reasoning": is "hgih", want one of off, minimal, low, medium, high, xhigh, max. Fix`}},
 		{"a bad reasoning, no enabled: the default model", `{"provider": "p", "model": "m", "reasoning": "hgih"}`, DefaultConfig(), false,
 			[]string{`field "reasoning": is "hgih"`, `; the default model is used (deepseek/deepseek-flash · medium). Fix`}},
-		{"model fields missing", `{"enabled": true}`, DefaultConfig(), false, []string{`c.json: field "provider": missing; c.json: field "model": missing; c.json: field "reasoning": missing; the default model is used`}},
+		{"model fields missing", `{"enabled": true}`, DefaultConfig(), false, []string{`c.json:1:17: field "provider": missing; c.json:1:17: field "model": missing; c.json:1:17: field "reasoning": missing; the default model is used`}},
 		{"a provider of the wrong type", `{"enabled": true, "provider": 7, "model": " ", "reasoning": "low"}`, DefaultConfig(), false, []string{`field "provider": is 7, want a string`, `field "model": is empty, want a name`}},
 		{"not JSON", "{\"enabled\": fals", off(DefaultConfig()), true, []string{`c.json:1:`, `; recaps are off until this is fixed: the file is not JSON, so it may say "enabled": false`}},
 		{"not an object", ` [1]`, off(DefaultConfig()), true, []string{`c.json:1:2: the file holds an array, not an object; recaps are off`}},

@@ -61,7 +61,7 @@ func TestParseConfig(t *testing.T) {
 		{"not an object", ` [1]`, DefaultConfig(), []string{`c.json:1:2: the file holds an array, not an object: every key has its default`}},
 		{"not JSON", "{\"enabled\":\n tru}", DefaultConfig(), []string{`c.json:2:5: invalid JSON: invalid character '}' in literal true (expecting 'e'): every key has its default`}},
 		{"cut short", `{"enabled": true`, DefaultConfig(), []string{`c.json:1:17: unexpected end of file: the JSON is cut short: every key has its default`}},
-		{"empty", ``, DefaultConfig(), []string{`c.json: empty file: every key has its default`}},
+		{"empty", ``, DefaultConfig(), []string{`c.json:1:1: empty file: every key has its default`}},
 	}
 	for _, tt := range tests {
 		got, warn := ParseConfig("c.json", []byte(tt.file))

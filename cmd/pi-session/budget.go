@@ -6,8 +6,10 @@ import (
 	"sync"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/session"
+	"github.com/pi-session/pi-session/status"
 	"github.com/pi-session/pi-session/supervisor"
 )
 
@@ -191,24 +193,38 @@ func (b *budgetEngine) handoff(ctx context.Context, r *hooks.Request, p budget.P
 func (b *budgetEngine) manual(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	var q struct {
 		Instructions string `json:"instructions"`
+		Model        string `json:"model"`
+		Problem      string `json:"problem"` // budget.NoModel, budget.NoCredentials, or ""
 	}
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
+	if q.Problem != "" {
+		text, v := b.eng.Refuse(p, arm, q.Problem, q.Model)
+		return map[string]any{"refused": text, "view": v}, nil
+	}
 	req, v := b.eng.Manual(p, arm, q.Instructions)
-	return map[string]any{"request": req, "view": v}, nil
+	return map[string]any{"request": req, "noRun": budget.NoRunText, "view": v}, nil
 }
 
 func (b *budgetEngine) settle(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
-	var q struct {
-		PendingWork int `json:"pendingWork"`
-	}
+	var q budget.SettleParams
 	if err := r.Decode(&q); err != nil {
 		return nil, err
 	}
-	return b.eng.Settle(p, arm, q.PendingWork), nil
+	return b.eng.SettleWith(p, arm, q), nil
 }
 
 func (b *budgetEngine) settled(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {
 	return b.eng.Settled(ctx, p, arm), nil
+}
+
+// thresholdsReason is why a record's effective thresholds are not the
+// configured ones, as the budget engine wrote it ("" when they are).
+func thresholdsReason(r *status.Record) string {
+	var why string
+	if raw, ok := r.Extra[budget.ThresholdsReasonKey]; ok && json.Unmarshal(raw, &why) == nil {
+		return clip.Visible(why)
+	}
+	return ""
 }

@@ -143,7 +143,7 @@ func readArg(inv *invocation, name string) ([]byte, error) {
 	return regfile.Read(name, budget.MaxArgsBytes)
 }
 
-const engineBudgetUsage = `usage: pi-session engine budget [--config FILE] [--model PROVIDER/ID] [--subagent] [--json] SESSION_FILE
+const engineBudgetUsage = `usage: pi-session engine budget [--config FILE] [--model PROVIDER/ID] [--window TOKENS [--reserve TOKENS]] [--subagent] [--json] SESSION_FILE
 
 Prints the budget policy as the engine reads the pi session file: the
 configuration in force (--config, else PI_CONTEXT_BUDGET_CONFIG or
@@ -151,7 +151,10 @@ configuration in force (--config, else PI_CONTEXT_BUDGET_CONFIG or
 else the one the session file is kept in) with its errors, the context tokens, the
 floor, the configured and effective thresholds, the handoffs committed, the
 phase a turn ending now would put the session in, and what the engine
-would do there. Writes nothing.
+would do there. --window is the model's context window (pi knows it; a
+session file does not): thresholds past 90% of the window less --reserve
+(pi's compaction.reserveTokens, default 16384: where pi compacts by itself)
+are fitted to it, as in a session. Writes nothing.
 `
 
 // budgetReport is engine budget's answer.
@@ -168,6 +171,7 @@ type budgetReport struct {
 	Tokens          int                        `json:"tokens"`
 	Floor           *int64                     `json:"floor"`
 	Thresholds      budget.Thresholds          `json:"thresholds"`
+	Fitted          string                     `json:"fitted,omitempty"`
 	Effective       budget.EffectiveThresholds `json:"effectiveThresholds"`
 	Commits         int                        `json:"commits"`
 	IdleCommits     int                        `json:"idleCommits"`
@@ -184,6 +188,8 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	config := fs.String("config", "", "")
 	model := fs.String("model", "", "")
 	subagent := fs.Bool("subagent", false, "")
+	window := fs.Int64("window", 0, "")
+	reserve := fs.Int64("reserve", 16384, "")
 	asJSON := fs.Bool("json", false, "")
 	args, code, done := parseFlags(inv, fs, inv.args, engineBudgetUsage)
 	if done {
@@ -191,6 +197,9 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	}
 	if len(args) != 1 {
 		return inv.errorf(exitUsage, "engine budget takes one session file (see pi-session engine budget --help)")
+	}
+	if *window < 0 || *reserve < 0 {
+		return inv.errorf(exitUsage, "engine budget: --window and --reserve take a number of tokens >= 0")
 	}
 	path := *config
 	if path == "" {
@@ -228,7 +237,7 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 		reason = "invalid configuration"
 	}
 	r := budget.Restore(branch)
-	lim := budget.LimitsFor(l.Config, *subagent, *model, false)
+	lim := budget.LimitsFor(l.Config, *subagent, *model, budget.Window{Tokens: *window, Reserve: *reserve, PiCompacts: true}, false)
 	tokens := session.EstimateContextTokens(branch, session.Project(branch)).Tokens
 	st := budget.State{Phase: budget.Idle, Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits, Floor: r.Floor, FloorKnown: r.FloorKnown}
 	t := int64(tokens)
@@ -239,7 +248,7 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	}
 	rep := budgetReport{SessionFile: args[0], ConfigPath: l.Path, ConfigFound: l.Found, ConfigErrors: l.Errors, ConfiguredMode: configured,
 		Mode: mode, ModeReason: reason, Model: *model, Role: map[bool]string{true: "subagent", false: "main"}[*subagent], Tokens: tokens,
-		Thresholds: lim.Thresholds, Effective: st.Thresholds(lim), Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits,
+		Thresholds: lim.Configured, Fitted: lim.Fitted.Reason(*model), Effective: st.Thresholds(lim), Commits: r.Commits, IdleCommits: r.IdleCommits, OtherCommits: r.OtherCommits,
 		LastHandoff: r.Last.Path, Phase: st.Phase, MaxHandoffs: lim.Cap}
 	if st.FloorKnown {
 		rep.Floor = &st.Floor
@@ -295,6 +304,9 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	row("thresholds", "soft %.0f / handoff %.0f / hard %.0f, minProgress %.0f", th.Soft, th.Handoff, th.Hard, th.MinProgress)
 	ef := rep.Effective
 	row("effective", "soft %.0f / handoff %.0f / hard %.0f (grace ends at %.0f)", ef.Soft, ef.Handoff, ef.Hard, ef.Grace)
+	if rep.Fitted != "" {
+		row("", "%s", rep.Fitted)
+	}
 	last := ""
 	if rep.LastHandoff != "" {
 		last = "; last " + rep.LastHandoff

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/hooks"
+	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/offload"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/regfile"
@@ -35,6 +36,7 @@ type relayConfig struct {
 	Config   relay.Config `json:"config"`
 	Warnings []string     `json:"warnings"`
 	Path     string       `json:"path"`
+	Notice   string       `json:"notice,omitempty"` // the warnings as said at the start, as for every configuration file
 }
 
 func newRelayHost(inv *invocation) *relayHost {
@@ -81,7 +83,7 @@ func (h *relayHost) config(ctx context.Context, r *hooks.Request) (any, error) {
 	} else if w != "" {
 		warn = append(warn, w)
 	}
-	rc := relayConfig{Config: c, Warnings: warn, Path: path}
+	rc := relayConfig{Config: c, Warnings: warn, Path: path, Notice: jsonpos.Notice(warn, "", "/pi-session lists them")}
 	h.mu.Lock()
 	h.cfgs[r.Peer.Hello.SessionID] = rc
 	h.mu.Unlock()

@@ -164,6 +164,9 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	if t := tokens(r); t != "" {
 		line("tokens", "%s", t)
 	}
+	if why := thresholdsReason(r); why != "" {
+		line("", "thresholds %s", why)
+	}
 	if r.Continues != "" {
 		line("chain", "continues %s", r.Continues)
 	}

@@ -31,6 +31,10 @@ type View = {
 	wrapper: boolean;
 	model: string;
 	quietBelow: number | null;
+	floor?: number | null;
+	thresholds?: { soft: number; handoff: number; hard: number };
+	fitted?: string;
+	configNotice?: string;
 };
 type Draft = Record<string, unknown> & { type: string };
 type Answer = {
@@ -75,6 +79,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	const grace = new Set<string>();
 	let handoffDone = false; // context_handoff succeeded in this turn
 	let pendingRef: { toolCallId: string; path: string } | undefined; // ... and the handoff it wrote
+	let modelError = ""; // the error the run's last model request ended with
 	let owned = false; // the next session_before_compact is the budget's
 	let mechanical = false; // ... and the native summarizer already failed
 	let overflowTried = false;
@@ -102,15 +107,28 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const queued = inOrder(() => kit.ask<T>(method, params, { ...o, deadline }));
 		return Promise.race([queued, new Promise<undefined>((r) => setTimeout(r, ms + 1).unref?.())]);
 	};
+	// Nothing waits for a background call, so it gets a background call's
+	// deadline: on a loaded machine a turn reported in observe mode was
+	// dropped at a hook's 250 ms, and its crossings with it. A hook queued
+	// behind it still waits at most its own deadline.
 	const background = (method: string, params: unknown) => {
-		void ask<Answer>(method, params).then((r) => show(r?.result.view));
+		void ask<Answer>(method, params, { timeoutMs: Deadline.background }).then((r) => show(r?.result.view));
 	};
 
 	let syncSettle = () => {};
+	// The configuration's problems are said once at the start, as for every
+	// engine's file, and again only when they change (the file is read at
+	// each input).
+	let toldConfig = "";
 	const show = (v: View | undefined) => {
 		if (!v) return;
 		view = v;
 		syncSettle();
+		const cn = v.configNotice ?? "";
+		if (cn !== toldConfig) {
+			toldConfig = cn;
+			if (cn) kit.say(cn, "warning");
+		}
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
@@ -120,6 +138,27 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		for (const n of a?.notify ?? []) kit.say(n.text, n.level);
 	};
 	const model = (c: ExtensionContext) => (c.model ? `${c.model.provider}/${c.model.id}` : "");
+	// windowOf is what the engine fits thresholds to: the model's context
+	// window and the room pi keeps for the answer (pi compacts by itself
+	// past window - reserveTokens), from pi's settings as pi reads them
+	// (a model's override, else compaction.reserveTokens, else 16384).
+	// Read at start, at each input and when the model changes, not per turn.
+	let win: { contextWindow: number; reserveTokens: number; piCompacts: boolean } | null = null;
+	const windowOf = (c: ExtensionContext) => {
+		const m = c.model;
+		if (!m || !(m.contextWindow > 0)) return null;
+		let comp: any = {};
+		try {
+			comp = (pi.getSettings() as any)?.compaction ?? {};
+		} catch {
+			// settings pi cannot give: its defaults
+		}
+		const whole = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+		const over = comp?.modelOverrides?.[`${m.provider}/${m.id}`]?.reserveTokens;
+		const reserve = whole(over) ? over : whole(comp?.reserveTokens) ? comp.reserveTokens : 16384;
+		return { contextWindow: m.contextWindow, reserveTokens: reserve, piCompacts: comp?.enabled !== false };
+	};
+
 	// committing: a handoff waits for this turn's end or settle, which
 	// commits it (reading it, running git) or arms the relaunch.
 	const committing = () => handoffDone || !!view?.pending;
@@ -127,9 +166,11 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		view = undefined;
+		toldConfig = "";
 		overflowTried = false;
+		win = windowOf(c);
 		if (!(await kit.ready(3000))) return;
-		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
+		show((await ask<View>("budget.start", { model: model(c), window: win, guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
 	});
 
 	// Every input reloads the configuration; a user's input after
@@ -137,7 +178,8 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	kit.arbiter.onInput("budget", async (event, c) => {
 		ctx = c;
 		if (event.source !== "extension") overflowTried = false;
-		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off() }))?.result;
+		win = windowOf(c);
+		const a = (await ask<{ compact: boolean; view: View }>("budget.input", { source: event.source, guardOff: await guards.off(), model: model(c), window: win }))?.result;
 		show(a?.view);
 		if (a?.compact) await compactNow(c, false);
 		return { action: "continue" };
@@ -160,6 +202,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 				timing.toolCallMs += performance.now() - t0;
 			}
 		}
+	});
+	pi.on("model_select", (_event, c) => {
+		win = windowOf(c); // sent with the next turn
 	});
 	pi.on("session_shutdown", () => {
 		if (timingFile) fs.appendFileSync(timingFile, JSON.stringify(timing) + "\n");
@@ -208,6 +253,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		const m = event.message as any;
 		if (m.role === "assistant") {
 			await flush(); // a turn whose results never came (a path pi did not take before)
+			// The model's own failure (pi retried it already), not a context
+			// overflow, which the overflow recovery handles.
+			modelError = m.stopReason === "error" && !isContextOverflow(m, c.model?.contextWindow ?? 0) ? String(m.errorMessage || "error") : "";
 			const failed = m.stopReason === "error" || m.stopReason === "aborted";
 			const calls = failed ? 0 : (m.content ?? []).filter((b: any) => b.type === "toolCall").length;
 			turn = { msg: m, calls, results: [], extra: 0, sent: false };
@@ -246,6 +294,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			continues: t.calls > 0,
 			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
 			guardOff: await guards.off(),
+			// Every turn: an answer lost at start or input (a loaded
+			// machine) must not leave the thresholds unfitted.
+			window: win ?? undefined,
 			// A host that did not write the handoff (the one that did died)
 			// takes it over from its files.
 			pending: handoffDone && pendingRef && view?.pending === pendingRef.path ? pendingRef : undefined,
@@ -331,9 +382,10 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	let settleSeen = false;
 	const beforeSettle = async (event: any) => {
 		settleSeen = true;
-		const a = (await ask<Answer>("budget.settle", { pendingWork: 0 }))?.result;
+		const a = (await ask<Answer>("budget.settle", { pendingWork: 0, modelError }))?.result;
 		if (!a) return undefined;
 		show(a.view);
+		notify(a);
 		if (!a.entries?.length) return undefined;
 		return { entries: [...event.entries, ...(a.entries as any[])], continue: a.continue || undefined };
 	};
@@ -351,8 +403,15 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		ctx = c;
 		for (const w of settleWaiters.splice(0)) w();
 		await flush();
-		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
+		if (!settleSeen && modelError) {
+			// A run that ended on the model's error: the engine may have
+			// something to say (a /handoff that was not made).
+			const s = (await ask<Answer>("budget.settle", { pendingWork: 0, modelError }))?.result;
+			show(s?.view);
+			notify(s);
+		} else if (!settleSeen) background("budget.settle", { pendingWork: 0, modelError });
 		settleSeen = false;
+		modelError = "";
 		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: committing() || view?.phase === "fallback-armed" ? Deadline.commit : Deadline.hook }))?.result;
 		if (a) {
 			show(a.view);
@@ -510,27 +569,100 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		},
 	}));
 
+	// /pi-session's budget rows: the mode and the thresholds in force, and
+	// why they are not the configured ones (fitted to the model's window).
+	kit.report?.(async () => {
+		const v = view;
+		if (!v?.thresholds) return [];
+		const t = v.thresholds;
+		const n = (x: number) => String(Math.round(x));
+		const rows = [`budget    ${v.footer.replace(/^budget: /, "")}; soft ${n(t.soft)} / handoff ${n(t.handoff)} / hard ${n(t.hard)}${v.floor != null ? ` (floor ${v.floor})` : ""}`];
+		if (v.fitted) rows.push(`          thresholds ${v.fitted}`);
+		return rows.map((r) => `  ${r}`);
+	});
+
 	pi.registerCommand("handoff", {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
 		handler: async (args, c) => {
 			ctx = c;
-			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }, { timeoutMs: Deadline.command }))?.result;
+			const problem = await modelProblem(c);
+			const a = (
+				await ask<{ request?: string; refused?: string; noRun?: string; view: View }>(
+					"budget.manual",
+					{ instructions: args.trim(), model: model(c), problem },
+					{ timeoutMs: Deadline.command },
+				)
+			)?.result;
 			if (!a) {
 				kit.say("pi-session: cannot make a handoff: the engine is unreachable", "error");
+				failExit(c);
 				return;
 			}
 			show(a.view);
+			if (a.refused || !a.request) {
+				kit.say(a.refused ?? "pi-session: /handoff: the engine sent no request; no handoff was made", "error");
+				failExit(c);
+				return;
+			}
 			if (!c.isIdle()) {
 				pi.sendUserMessage(a.request, { deliverAs: "followUp" });
 				return;
 			}
-			// Wait for the run the request starts to settle: print mode goes
-			// on to its next message (or exits) when the command returns.
-			const settled = new Promise<void>((resolve) => settleWaiters.push(resolve));
 			pi.sendUserMessage(a.request);
-			await settled;
+			// With a terminal (or an RPC client) pi goes on by itself: the
+			// command returns at once, so a request pi refuses never leaves
+			// pi waiting on a run that does not start.
+			if (!printMode(c)) return;
+			// Print mode goes on to its next message (or exits) when the
+			// command returns: wait for the run to settle. A request pi
+			// refused starts no run; the process then runs out of work
+			// (beforeExit), and the command ends saying so, exit status 1.
+			const started = await new Promise<boolean>((resolve) => {
+				const onExit = () => {
+					const i = settleWaiters.indexOf(done);
+					if (i >= 0) settleWaiters.splice(i, 1);
+					resolve(false);
+				};
+				const done = () => {
+					process.off("beforeExit", onExit);
+					resolve(true);
+				};
+				settleWaiters.push(done);
+				process.once("beforeExit", onExit);
+			});
+			if (!started) {
+				kit.say(a.noRun ?? "pi-session: /handoff: pi did not start the request; no handoff was made", "error");
+				failExit(c);
+			}
 		},
 	});
+
+	// modelProblem says why /handoff could not ask a model, before it
+	// tries: none selected (pi's stand-in when it has no model is one the
+	// registry does not know), or no credentials for its provider, as pi
+	// itself checks before a prompt.
+	const modelProblem = async (c: ExtensionContext): Promise<string> => {
+		const m = c.model;
+		const reg = c.modelRegistry;
+		if (!m || !reg?.find(m.provider, m.id)) return "no-model";
+		try {
+			if (reg.hasConfiguredAuth(m)) return "";
+			return (await reg.getProviderAuth(m.provider)) ? "" : "no-credentials";
+		} catch {
+			return "no-credentials";
+		}
+	};
+}
+
+// printMode: pi runs the prompts of its command line and exits.
+function printMode(c: ExtensionContext): boolean {
+	return c.mode === "print" || c.mode === "json";
+}
+
+// failed makes a print-mode pi exit non-zero: pi keeps a status an
+// extension set unless its own is not 0.
+function failExit(c: ExtensionContext) {
+	if (printMode(c)) process.exitCode = 1;
 }
 
 // integrations says which optional registries this process exposes.

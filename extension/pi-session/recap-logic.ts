@@ -47,7 +47,7 @@ export function configPath(agentDir: string): string {
 // to tell the user. noSave: /recap must not write the file (its directory
 // is one someone else could write to). unavailable: the engine did not
 // answer.
-export type LoadedSummaryConfig = { config: SummaryConfig; notice?: string; noSave?: string; unavailable?: boolean };
+export type LoadedSummaryConfig = { config: SummaryConfig; notice?: string; startNotice?: string; noSave?: string; unavailable?: boolean };
 
 // readSummaryConfig asks the engine for the config at file. Without an
 // answer recaps are off for now: the engine writes every recap's request,

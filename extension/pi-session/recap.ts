@@ -89,10 +89,21 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		childRunning: () => anyChildRunning(),
 	});
 
+	// The file's problems are said when the session starts, the same notice
+	// as for every configuration file; later loads say them again only when
+	// they change.
+	const startNotice = async () => {
+		if (!(await kit.ready(3000))) return;
+		const l = await readSummaryConfig(kit.ask, file());
+		if (l.notice) told = l.notice;
+		if (l.startNotice) notify(ctx, l.startNotice, "warning");
+	};
+
 	pi.on("session_start", (_event, c) => {
 		ctx = c;
 		child = kit.hello()?.role === "child";
 		controller.sessionStart(c.mode === "tui" && !child);
+		if (c.mode === "tui" && !child) void startNotice();
 		unsubscribe?.();
 		unsubscribe = child ? undefined : onActivity(() => void controller.childActivity());
 	});

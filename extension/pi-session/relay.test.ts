@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Arbiter } from "./arbiter.ts";
-import { cacheTtlMs, EXPIRY_MARGIN_MS, expiryDelay, fingerprint, kTokens, MARKER, merge, registerRelay, RESEND_ENTRY } from "./relay.ts";
+import { cacheTtlMs, EXPIRY_MARGIN_MS, expiryDelay, fingerprint, keepRecentTokens, kTokens, MARKER, merge, nothingToCompact, registerRelay, RESEND_ENTRY } from "./relay.ts";
 
 test("the cache lifetime is known only from a declaration or Anthropic", () => {
 	const declared = { promptCache: { short: 300, long: 3600 }, api: "openai-responses" };
@@ -61,7 +61,7 @@ function fakePi() {
 }
 
 function fakeCtx(over: any = {}) {
-	const ui = { editor: "draft", notes: [] as string[], notify: (m: string) => void ui.notes.push(m), setEditorText: (t: string) => void (ui.editor = t), getEditorText: () => ui.editor };
+	const ui = { editor: "draft", notes: [] as string[], levels: [] as string[], notify: (m: string, l?: string) => void (ui.notes.push(m), ui.levels.push(l ?? "info")), setEditorText: (t: string) => void (ui.editor = t), getEditorText: () => ui.editor };
 	let compactOpts: any;
 	const ctx: any = {
 		hasUI: true,
@@ -250,14 +250,50 @@ test("/relay while pi works says so and does not compact", async () => {
 	assert.equal(c.compact(), undefined);
 });
 
-test("/relay that pi cannot compact ends in an error notice and a logged failure", async () => {
+test("/relay that pi finds nothing to compact in says so plainly, once, and logs the failure", async () => {
 	const { f, c, k } = await setup();
 	const done = f.commands.relay.handler("", c.ctx);
 	c.compact().onError(new Error("Nothing to compact (session too small)"));
 	await done;
-	assert.ok(c.ui.notes.some((n: string) => n === "context-relay: relay failed: Nothing to compact (session too small)"), c.ui.notes.join("\n"));
+	assert.deepEqual(c.ui.notes, ["context-relay: nothing to compact yet (Nothing to compact (session too small))"]);
+	assert.deepEqual(c.ui.levels, ["info"]);
 	const log = k.calls.find((x: any) => x.method === "relay.log");
 	assert.deepEqual([log?.params.trigger, log?.params.ok, log?.params.error], ["manual", false, "Nothing to compact (session too small)"]);
+	const other = await setup();
+	const failed = other.f.commands.relay.handler("", other.c.ctx);
+	other.c.compact().onError(new Error("disk full"));
+	await failed;
+	assert.deepEqual([other.c.ui.notes, other.c.ui.levels], [["context-relay: relay failed: disk full"], ["error"]]);
+});
+
+test("/relay with less than pi keeps does not compact: one plain notice instead of pi's error and ours", async () => {
+	const text = (chars: number) => ({ role: "user", content: [{ type: "text", text: "x".repeat(chars) }] });
+	const entry = (type: string, ...messages: any[]) => ({ sourceEntry: { type }, messages });
+	const sm = (projected: any[], branch: any[] = [{ type: "message" }]) => ({
+		getLeafId: () => "leaf",
+		getLeafEntry: () => undefined,
+		getBranch: () => branch,
+		buildSessionProjection: () => ({ entries: projected }),
+	});
+	const cases: [string, any, string][] = [
+		["empty", sm([]), "context-relay: nothing to compact yet: the conversation is empty"],
+		["small", sm([entry("message", text(4000)), entry("message", { role: "assistant", content: [{ type: "text", text: "y".repeat(400) }] })]), "context-relay: nothing to compact yet: the conversation so far is about 1k tokens, and pi keeps the last 20k as they are (compaction.keepRecentTokens)"],
+		["after a compaction", sm([entry("compaction", { role: "compactionSummary", summary: "s".repeat(400_000) }), entry("message", text(40))]), "context-relay: nothing to compact yet: the conversation since the last compaction is about 10 tokens, and pi keeps the last 20k as they are (compaction.keepRecentTokens)"],
+		["just compacted", sm([], [{ type: "message" }, { type: "compaction" }]), "context-relay: nothing to compact yet: the context was just compacted and nothing came after"],
+		["large enough", sm([entry("message", text(80_000)), entry("message", text(4))]), ""],
+		["no projection", { getBranch: () => [] }, ""],
+	];
+	for (const [name, m, want] of cases) assert.equal(nothingToCompact(m, 20000), want, name);
+	assert.equal(keepRecentTokens({ getSettings: () => ({ compaction: { keepRecentTokens: 5 } }) }, { provider: "p", id: "m" }), 5);
+	assert.equal(keepRecentTokens({ getSettings: () => ({ compaction: { keepRecentTokens: 5, modelOverrides: { "p/m": { keepRecentTokens: 7 } } } }) }, { provider: "p", id: "m" }), 7);
+	assert.equal(keepRecentTokens({ getSettings: () => ({ compaction: { keepRecentTokens: -1 } }) }, undefined), 20000);
+
+	const { f } = await setup();
+	const small = fakeCtx({ sessionManager: sm([entry("message", text(40))]) });
+	await f.commands.relay.handler("", small.ctx);
+	assert.equal(small.compact(), undefined, "no compaction asked for");
+	assert.deepEqual([small.ui.notes.length, small.ui.levels], [1, ["info"]]);
+	assert.match(small.ui.notes[0], /^context-relay: nothing to compact yet: /);
 });
 
 test('"enabled": false registers nothing: no /relay, no recall, no trigger; /pi-session says so', async () => {

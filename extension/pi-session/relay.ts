@@ -321,8 +321,16 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 					notice(ctx, "context-relay: /relay runs while pi is idle; try again when the current turn ends", "warning");
 					return;
 				}
+				// Nothing to compact: one plain word, before pi's compaction
+				// would fail with its own error (two red errors, pi's and ours).
+				const small = nothingToCompact(ctx.sessionManager, keepRecentTokens(pi, ctx.model));
+				if (small) {
+					notice(ctx, small);
+					return;
+				}
 				const o = await runRelay("manual", ctx);
 				if (o.ok) notice(ctx, `context-relay: relayed ${kTokens(o.tokensBefore)} → ~${kTokens(o.tokensAfter)} tokens; note ${o.notePath}`);
+				else if (/nothing to compact|already compacted/i.test(o.error ?? "")) notice(ctx, `context-relay: nothing to compact yet (${o.error})`);
 				else notice(ctx, `context-relay: relay failed: ${o.error}`, "error");
 			},
 		});
@@ -391,11 +399,12 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		const h = kit.hello();
 		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
-		const c = await kit.ask<{ config: any; warnings: string[]; path?: string }>("relay.config", {}, { timeoutMs: Deadline.start });
+		const c = await kit.ask<{ config: any; warnings: string[]; path?: string; notice?: string }>("relay.config", {}, { timeoutMs: Deadline.start });
 		cfg = readConfig(c?.result.config);
 		warnings = c?.result.warnings ?? [];
 		configPath = c?.result.path ?? configPath;
-		if (warnings.length) notice(ctx, `context-relay: ${warnings[0]}${warnings.length > 1 ? ` (and ${warnings.length - 1} more: see /pi-session)` : ""}`, "warning");
+		// The same notice as every configuration file's (jsonpos.Notice).
+		if (c?.result.notice) notice(ctx, c.result.notice, "warning");
 		// "enabled": false: no /relay, no recall tool, no automatic relay.
 		if (cfg.enabled) register();
 	});
@@ -415,6 +424,85 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		for (const w of warnings) rows.push(`warning   context-relay: ${w}`);
 		return rows.map((r) => `  ${r}`);
 	});
+}
+
+// estimateTokens is pi's estimate of a message's size in its compaction
+// (characters / 4, an image 1200), which decides what it keeps.
+export function estimateTokens(m: any): number {
+	const chars = (c: any): number => {
+		if (typeof c === "string") return c.length;
+		let n = 0;
+		for (const b of Array.isArray(c) ? c : []) {
+			if (b?.type === "text" && typeof b.text === "string") n += b.text.length;
+			else if (b?.type === "image") n += 4800;
+		}
+		return n;
+	};
+	let n = 0;
+	switch (m?.role) {
+		case "user":
+		case "custom":
+		case "toolResult":
+			n = chars(m.content);
+			break;
+		case "assistant":
+			for (const b of Array.isArray(m.content) ? m.content : []) {
+				if (b?.type === "text") n += String(b.text ?? "").length;
+				else if (b?.type === "thinking") n += String(b.thinking ?? "").length;
+				else if (b?.type === "toolCall") n += String(b.name ?? "").length + JSON.stringify(b.arguments ?? {}).length;
+			}
+			break;
+		case "bashExecution":
+			n = String(m.command ?? "").length + String(m.output ?? "").length;
+			break;
+		case "branchSummary":
+		case "compactionSummary":
+			n = String(m.summary ?? "").length;
+			break;
+		default:
+			return 0;
+	}
+	return Math.ceil(n / 4);
+}
+
+// keepRecentTokens is how much recent context pi's compaction keeps, as
+// pi reads its settings: the model's override, else the setting, else
+// 20000.
+export function keepRecentTokens(pi: { getSettings?: () => any }, model: any): number {
+	let c: any;
+	try {
+		c = pi.getSettings?.()?.compaction;
+	} catch {
+		c = undefined;
+	}
+	const whole = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+	const over = model ? c?.modelOverrides?.[`${model.provider}/${model.id}`]?.keepRecentTokens : undefined;
+	return whole(over) ? over : whole(c?.keepRecentTokens) ? c.keepRecentTokens : 20000;
+}
+
+// nothingToCompact says, as a plain notice, why pi's compaction would
+// find nothing to compact ("Already compacted", "Nothing to compact
+// (session too small)"), from the projection pi compacts: the branch ends
+// in a compaction, or what came after the last one is smaller than what
+// pi keeps anyway. "" when there is something, or it cannot tell.
+export function nothingToCompact(sm: any, keep: number): string {
+	let branch: any[];
+	let projected: any[];
+	try {
+		branch = sm.getBranch();
+		projected = sm.buildSessionProjection?.()?.entries;
+	} catch {
+		return "";
+	}
+	if (!Array.isArray(projected) || !Array.isArray(branch)) return "";
+	if (branch[branch.length - 1]?.type === "compaction") return "context-relay: nothing to compact yet: the context was just compacted and nothing came after";
+	const prev = projected.findIndex((e) => e?.sourceEntry?.type === "compaction" && (e.messages?.length ?? 0) > 0);
+	let tokens = 0;
+	for (const e of projected.slice(prev + 1)) for (const m of e?.messages ?? []) tokens += estimateTokens(m);
+	if (tokens >= keep) return "";
+	if (tokens === 0 && prev < 0) return "context-relay: nothing to compact yet: the conversation is empty";
+	const since = prev >= 0 ? "since the last compaction" : "so far";
+	return `context-relay: nothing to compact yet: the conversation ${since} is about ${kTokens(tokens)} tokens, and pi keeps the last ${kTokens(keep)} as they are (compaction.keepRecentTokens)`;
 }
 
 // lastAssistantTime is the time of the last assistant message on the branch:

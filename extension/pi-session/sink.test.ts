@@ -107,7 +107,7 @@ test("the modules write what reaches them through the sinks", async () => {
 		const kit: any = {
 			arbiter: new Arbiter(),
 			hello: () => ({ role: "main", subagent: false, headless: false, mode: "tui" }),
-			ask: async (method: string) => (method === "relay.config" ? { result: { config: {}, warnings: [`context-relay.json: ${h}`] } } : { result: {} }),
+			ask: async (method: string) => (method === "relay.config" ? { result: { config: {}, warnings: [`context-relay.json: ${h}`], notice: `pi-session: context-relay.json: ${h}` } } : { result: {} }),
 			call: async () => Promise.reject(new EngineError(Code.Internal, `relay: ${h}`)),
 			ready: async () => true,
 			say: () => {},
