@@ -107,6 +107,30 @@ func (tm *Term) WaitFor(want string) {
 	tm.WaitForCount(want, 1)
 }
 
+// WaitForFlat waits until the screen text, every run of white space taken
+// as one space, contains want taken the same way: a line the screen wrapped
+// at a word's end still matches.
+func (tm *Term) WaitForFlat(want string) {
+	tm.t.Helper()
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	want = flat(want)
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(flat(tm.Screen()), want) {
+		select {
+		case <-tm.done:
+			if strings.Contains(flat(tm.Screen()), want) {
+				return
+			}
+			tm.t.Fatalf("process exited (%v) before the screen showed %q; screen:\n%s", tm.waitErr, want, tm.Screen())
+		default:
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("screen never showed %q; screen:\n%s", want, tm.Screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // WaitForCount waits until want appears n times on the screen.
 func (tm *Term) WaitForCount(want string, n int) {
 	tm.t.Helper()
