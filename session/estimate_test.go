@@ -53,6 +53,18 @@ func TestStringifyLen(t *testing.T) {
 		{`"\u2028<>&"`, 6},
 		{`"\ud83c\ud83c"`, 14},
 		{`[1E400]`, 6},
+		// Runs of plain ASCII around the eight bytes read at a time.
+		{`"abcdefgh"`, 10},
+		{`"abcdefghi\"jklmnopq"`, 21},
+		{`"0123456789abcdef\ud83d\ude00rest of it"`, 30},
+		{`"abcdefg\ud83dxyzxyzxyz"`, 24},
+		{`"12345678\u0001abcdefghijklmnop"`, 32},
+		{`"tab\there and more text é and then ascii again"`, 48},
+		{`"xxxxxxx🌍yyyyyyyyyyyyyy"`, 25},
+		// Runs of three-byte characters, read without decoding.
+		{`"テストは必ず先に"`, 10},
+		{`"\ud83dテスト"`, 11},
+		{`"한국어 中文 ﾃｽﾄ\ud800"`, 18},
 	} {
 		if got := stringifyLen([]byte(tc.in)); got != tc.want {
 			t.Errorf("stringifyLen(%s) = %d, want %d", tc.in, got, tc.want)
@@ -73,6 +85,10 @@ func TestJSLen(t *testing.T) {
 		{`"é🌍"`, 3},
 		{`"\u2028<>&"`, 4},
 		{"\"a\xffb\"", 3},
+		{`"テストは必ず先に"`, 8},
+		{`"한국어 中文 ﾃｽﾄ"`, 10},
+		{"\"\xed\xa0\x80\xe3\x81\"", 5}, // an encoded surrogate and a cut character: a unit a byte
+		{"\"\xe3\x81\x82\xe3\"", 2},
 	} {
 		if got := jsLen([]byte(tc.in)); got != tc.want {
 			t.Errorf("jsLen(%s) = %d, want %d", tc.in, got, tc.want)
