@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/gcpace"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
@@ -152,7 +153,14 @@ func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFi
 		if len(branch) == 0 {
 			return errors.New("relay: the session has no entries yet")
 		}
+		if size := branchBytes(branch); size > 16<<20 {
+			// Reading a note makes short-lived garbage beside the session
+			// held in memory: collected sooner, the peak stays near the
+			// session's own size.
+			defer gcpace.Sooner()()
+		}
 		v := newView(branch)
+		v.lim = cfg.Limits
 		kept = v.keptFrom(piFirstKept, cfg.TailMaxChars)
 		if kept == "" {
 			return errors.New("relay: nothing to keep: no user message and no cut point from pi")
@@ -169,6 +177,15 @@ func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFi
 	logs := gitLogs(ctx, git, facts, cfg)
 	text := Layout(facts, logs, nil, NoteMeta{N: n, Path: notePath, TokensBefore: tokensBefore, KeptFrom: kept}, cfg.Limits)
 	return Prepared{Text: text, KeptFrom: kept, N: n, Path: notePath, TokensBefore: tokensBefore}, nil
+}
+
+// branchBytes is the size of the branch's lines.
+func branchBytes(branch []*session.Entry) int {
+	n := 0
+	for _, e := range branch {
+		n += len(e.Raw)
+	}
+	return n
 }
 
 // gitLogs asks git for the commits since the session started in the cwd

@@ -66,6 +66,16 @@ func cmdEngineRules(ctx context.Context, inv *invocation) int {
 		return inv.errorf(1, "engine rules: %v", err)
 	}
 	facts := relay.Gather(f.Header, branch, "")
+	for i, m := range facts.Skimmed {
+		if i == 3 {
+			fmt.Fprintf(inv.stderr, "pi-session: %d more messages were read for rules by their ends only\n", len(facts.Skimmed)-i)
+			break
+		}
+		fmt.Fprintf(inv.stderr, "pi-session: message %s has %d characters: only its first %d bytes and last %d bytes were read for rules\n", m.EntryID, m.Chars, m.Head, m.Tail)
+	}
+	if fg := facts.RulesForgotten; fg.Current > 0 {
+		fmt.Fprintf(inv.stderr, "pi-session: %d older current rules are not listed: past the %d rules kept (the oldest from message %s)\n", fg.Current, rules.MaxRules, fg.EntryID)
+	}
 	if *asJSON {
 		type out struct {
 			Text         string `json:"text"`
