@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteFile writes data to path through a temporary file in the same
@@ -73,4 +74,104 @@ func IsTemp(name string) bool {
 		}
 	}
 	return false
+}
+
+// Create writes data to path only when nothing is there yet, so that two
+// writers, in one process or many, never take the same name: the data goes
+// to a temporary file in the same directory (write, chmod perm, fsync),
+// which is then published under path by a rename that does not replace,
+// or, on a filesystem without one, a hard link; the directory is fsynced.
+// A reader sees the whole file or none. When path exists the error
+// satisfies errors.Is(err, fs.ErrExist) and nothing is changed. On a
+// filesystem with neither (no hard links), path is created with O_EXCL and
+// written in place: still exclusive, but a reader may see it partly
+// written.
+func Create(path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(tmp) // published under path, or failed: either way not needed
+	}()
+	if err = f.Chmod(perm); err != nil {
+		return fmt.Errorf("atomicfile: chmod %s: %w", tmp, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("atomicfile: write %s: %w", tmp, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("atomicfile: fsync %s: %w", tmp, err)
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return fmt.Errorf("atomicfile: close %s: %w", tmp, err)
+	}
+	switch err = publish(tmp, path); {
+	case err == nil:
+	case errors.Is(err, errNoPublish):
+		if err = createInPlace(path, data, perm); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	return SyncDir(dir)
+}
+
+// exclusiveRename is renameNoReplace; tests replace it to take the other ways.
+var exclusiveRename = renameNoReplace
+
+// errNoPublish says the filesystem can neither rename without replacing
+// nor link.
+var errNoPublish = errors.New("atomicfile: no exclusive rename or link on this filesystem")
+
+// publish gives the file tmp the name path unless path exists (fs.ErrExist
+// then): renameNoReplace, else a hard link.
+func publish(tmp, path string) error {
+	err := exclusiveRename(tmp, path)
+	if !errors.Is(err, errNoRenameNoReplace) {
+		return err
+	}
+	err = os.Link(tmp, path)
+	var le *os.LinkError
+	if errors.As(err, &le) && (errors.Is(le.Err, syscall.EPERM) || errors.Is(le.Err, syscall.ENOTSUP) ||
+		errors.Is(le.Err, syscall.EOPNOTSUPP) || errors.Is(le.Err, syscall.EMLINK) || errors.Is(le.Err, syscall.ENOSYS)) {
+		return errNoPublish
+	}
+	return err
+}
+
+// createInPlace is Create's last resort: O_EXCL on path itself.
+func createInPlace(path string, data []byte, perm os.FileMode) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if err = f.Chmod(perm); err == nil {
+		if _, err = f.Write(data); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("atomicfile: write %s: %w", path, err)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/regfile"
@@ -109,28 +110,7 @@ func (e ConfigError) Error() string {
 	if e.Key == "" {
 		return "budget: config: " + e.Message
 	}
-	return fmt.Sprintf("budget: config: %s: %s", e.Key, e.Message)
-}
-
-// duplicates warns of each key given more than once in one object, at any
-// depth: the last one is used (as json.Unmarshal does) and the mode stands.
-// place puts the warning at the last one's value; the message says where
-// the first was. data is the part of full at offset base.
-func duplicates(full, data []byte, prefix string, base int64) []ConfigError {
-	members, ok := jsonpos.Members(data)
-	if !ok {
-		return nil
-	}
-	var out []ConfigError
-	for _, r := range jsonpos.Repeated(members) {
-		p := jsonpos.At(full, base+r.FirstKeyOffset)
-		out = append(out, ConfigError{Key: prefix + r.Key, Warning: true,
-			Message: fmt.Sprintf("given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)})
-	}
-	for _, m := range members {
-		out = append(out, duplicates(full, m.Value, prefix+m.Key+".", base+m.Offset)...)
-	}
-	return out
+	return fmt.Sprintf("budget: config: %s: %s", clip.Echo(e.Key), e.Message)
 }
 
 // place sets where each error is: the file, and the position of the value
@@ -140,6 +120,9 @@ func place(path string, data []byte, errs []ConfigError) {
 	for i := range errs {
 		e := &errs[i]
 		e.File = path
+		if e.Line > 0 {
+			continue // placed by ParseConfig (jsonpos.Check's findings, the byte order mark)
+		}
 		if e.Key == "" {
 			if !json.Valid(data) {
 				var v any
@@ -198,6 +181,20 @@ func keyOffset(data []byte, key string) (int64, bool) {
 	return base, found
 }
 
+// configSchema is every key of context-budget.json, for jsonpos.Check.
+var configSchema = func() *jsonpos.Schema {
+	thresholds := jsonpos.Leaves("soft", "handoff", "hard", "minProgress")
+	return jsonpos.Object(map[string]*jsonpos.Schema{
+		"mode": nil, "overflowRecovery": nil, "enforceCwds": nil,
+		"idleMinutes": nil, "idleMinTokens": nil, "keepRecentTokens": nil, "maxHandoffsPerSession": nil,
+		"resumeChecks": {Any: &jsonpos.Schema{}}, // session names
+		"main":         thresholds, "subagent": thresholds,
+		"models":       {Any: jsonpos.Object(map[string]*jsonpos.Schema{"main": thresholds, "subagent": thresholds})},
+		"loop":         jsonpos.Leaves("maxHandoffsWithoutProgress", "withinTurns"),
+		"handoffGrace": jsonpos.Leaves("enabled", "calls", "fraction"),
+	})
+}()
+
 // Loaded is a configuration with where it came from and what was wrong.
 type Loaded struct {
 	Config Config        `json:"config"`
@@ -243,7 +240,7 @@ func LoadConfig(path string) Loaded {
 		return Loaded{Config: Default(), Path: path, Found: true, Errors: []ConfigError{{Message: err.Error()}}}
 	}
 	cfg, errs := ParseConfig(data)
-	errs = append(errs, duplicates(data, data, "", 0)...)
+	data, _ = jsonpos.TrimBOM(data) // ParseConfig's places count from after it
 	place(path, data, errs)
 	l := Loaded{Config: cfg, Path: path, Found: true, Errors: errs}
 	var m struct {
@@ -263,20 +260,36 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, ConfigError{Key: key, Message: fmt.Sprintf(format, args...)})
 	}
+	data, bom := jsonpos.TrimBOM(data)
+	if bom {
+		errs = append(errs, ConfigError{Message: jsonpos.BOMWarning, Warning: true, Line: 1, Column: 1})
+	}
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&top); err != nil || top == nil {
 		msg := "not a JSON object"
-		switch {
-		case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
-			_, msg = jsonpos.SyntaxError(data, err) // names the byte order mark
-		case err != nil:
+		if err != nil {
 			msg = fmt.Sprintf("not a JSON object: %v", err)
 		}
-		return forceObserve(c), []ConfigError{{Message: msg}}
+		return forceObserve(c), append(errs, ConfigError{Message: msg})
 	}
 	if dec.More() {
-		return forceObserve(c), []ConfigError{{Message: "extra data after the JSON object"}}
+		return forceObserve(c), append(errs, ConfigError{Message: "extra data after the JSON object"})
+	}
+	// Unknown keys, at any depth, with the known key nearest, and keys
+	// given twice: warnings placed at the key (the last of a repeated key
+	// is used, as json.Unmarshal does, and the mode stands). An unknown
+	// role of a model is an error: that model's thresholds are not used.
+	for _, f := range jsonpos.Check(data, configSchema) {
+		e := ConfigError{Key: f.Path, Message: f.What(), Warning: true, Line: f.Pos.Line, Column: f.Pos.Column}
+		if f.Path == "" {
+			e.Message = `key "": ` + e.Message
+		}
+		if f.Kind == jsonpos.UnknownKey && slices.Equal(f.Known, []string{"main", "subagent"}) {
+			e.Message = fmt.Sprintf(`unknown role (%s); use "main" or "subagent": this model's thresholds are not used`, f.Hint())
+			e.Warning = false
+		}
+		errs = append(errs, e)
 	}
 	for _, key := range sortedKeys(top) {
 		raw := top[key]
@@ -347,8 +360,7 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 				ok := true
 				for _, r := range sortedKeys(roles) {
 					if r != "main" && r != "subagent" {
-						bad(k+"."+r, `unknown role; use "main" or "subagent"`)
-						ok = false
+						ok = false // an error of jsonpos.Check's
 						continue
 					}
 					part, e := parsePartial(k+"."+r, roles[r])
@@ -429,7 +441,7 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 				n, good := count(m[k])
 				switch {
 				case k != "maxHandoffsWithoutProgress" && k != "withinTurns":
-					errs = append(errs, ConfigError{Key: key + "." + k, Message: "unknown key", Warning: true})
+					// unknown: a warning of jsonpos.Check's
 				case !good:
 					bad(key+"."+k, "must be a positive integer, got %s", clipRaw(m[k]))
 					ok = false
@@ -471,15 +483,11 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 						ok = false
 					}
 					g.Fraction = f
-				default:
-					errs = append(errs, ConfigError{Key: key + "." + k, Message: "unknown key", Warning: true})
 				}
 			}
 			if ok {
 				c.HandoffGrace = g
 			}
-		default:
-			errs = append(errs, ConfigError{Key: key, Message: "unknown key", Warning: true})
 		}
 	}
 	// Model overrides must still order soft <= handoff <= hard once merged.
@@ -543,17 +551,10 @@ func parsePartial(key string, raw json.RawMessage) (map[string]float64, []Config
 				continue
 			}
 			out[k] = f
-		default:
-			errs = append(errs, ConfigError{Key: key + "." + k, Message: "unknown key", Warning: true})
 		}
+		// Other keys are unknown: warnings of jsonpos.Check's.
 	}
-	var hard []ConfigError
-	for _, e := range errs {
-		if !e.Warning {
-			hard = append(hard, e)
-		}
-	}
-	if len(hard) > 0 {
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	return out, nil

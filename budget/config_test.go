@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pi-session/pi-session/jsonpos/jsonpostest"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -163,12 +165,45 @@ func TestConfigErrorPlaces(t *testing.T) {
 	if want := []string{"mode", "main.soft", "idleMinutes"}; !slices.Equal(keys, want) {
 		t.Errorf("errors in the order %q, want file order %q", keys, want)
 	}
-	// A byte order mark is named as such.
-	if err := os.WriteFile(path, []byte("\xef\xbb\xbf{\"mode\": \"enforce\"}"), 0o600); err != nil {
+	// A byte order mark is named as such, and the file read without it.
+	if err := os.WriteFile(path, []byte("\xef\xbb\xbf{\"mode\": \"enforce\",\n \"idleMinutes\": -1}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if errs := LoadConfig(path).Errors; len(errs) != 1 || !strings.Contains(errs[0].Error(), path+":1:1: ") || !strings.Contains(errs[0].Error(), "byte order mark") {
-		t.Errorf("a byte order mark: %v", errs)
+	l := LoadConfig(path)
+	if errs := l.Errors; len(errs) != 2 || !strings.Contains(errs[0].Error(), path+":1:1: ") || !strings.Contains(errs[0].Error(), "byte order mark") || !errs[0].Warning ||
+		!strings.HasPrefix(errs[1].Error(), "budget: config: "+path+`:2:17: field "idleMinutes"`) || l.Requested != ModeEnforce {
+		t.Errorf("a byte order mark: %v, requested %q", errs, l.Requested)
+	}
+}
+
+// TestConfigUnknownKeys: an unknown key at any depth is a warning at the
+// key naming the known key nearest to it (main.sfot passed silently);
+// the mode stands. An unknown role of a model is an error: it forces
+// observe, as that model's thresholds cannot be used.
+func TestConfigUnknownKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "context-budget.json")
+	data := "{\n  \"mode\": \"enforce\",\n  \"main\": {\"sfot\": 1, \"hard\": 700000},\n  \"handoffGrace\": {\"enable\": false},\n  \"loop\": {\"withinturns\": 3},\n  \"colour\": 1\n}\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := LoadConfig(path)
+	var got []string
+	for _, e := range l.Errors {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"budget: config: " + path + `:3:12: field "main.sfot": unknown key, ignored (did you mean "soft"?)`,
+		"budget: config: " + path + `:4:20: field "handoffGrace.enable": unknown key, ignored (did you mean "enabled"?)`,
+		"budget: config: " + path + `:5:12: field "loop.withinturns": unknown key, ignored (did you mean "withinTurns"?)`,
+		"budget: config: " + path + `:6:3: field "colour": unknown key, ignored (the keys here are "enforceCwds", "handoffGrace", "idleMinTokens", "idleMinutes", "keepRecentTokens", "loop", "main", "maxHandoffsPerSession", "mode", "models", "overflowRecovery", "resumeChecks", "subagent")`,
+	}
+	if l.Invalid() || l.Config.Mode != ModeEnforce || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("mode %s, invalid %v; got\n%s\nwant\n%s", l.Config.Mode, l.Invalid(), strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	os.WriteFile(path, []byte(`{"mode": "enforce", "models": {"p/m": {"mian": {"soft": 1}}}}`), 0o600)
+	l = LoadConfig(path)
+	if !l.Invalid() || l.Config.Mode != ModeObserve || len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Error(), `:1:40: field "models.p/m.mian": unknown role (did you mean "main"?); use "main" or "subagent"`) {
+		t.Errorf("an unknown role: mode %s, errors %v", l.Config.Mode, l.Errors)
 	}
 }
 
@@ -228,10 +263,76 @@ func TestConfigDuplicateKeys(t *testing.T) {
 		got = append(got, e.Error())
 	}
 	want := []string{
-		"budget: config: " + path + `:4:20: field "main.hard": given twice (first at line 3, column 37): the last one is used`,
-		"budget: config: " + path + `:5:11: field "mode": given twice (first at line 2, column 3): the last one is used`,
+		"budget: config: " + path + `:4:12: field "main.hard": given twice (first at line 3, column 37): the last one is used`,
+		"budget: config: " + path + `:5:3: field "mode": given twice (first at line 2, column 3): the last one is used`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// FuzzConfigKeys: every unknown key of context-budget.json, at any depth
+// its keys are known (model roles included), and every key given twice
+// in one object, at any depth, is reported at its line under its dotted
+// name, and no other key is. The keys come from jsonpostest's scanner.
+func FuzzConfigKeys(f *testing.F) {
+	for _, s := range []string{
+		`{"main": {"sfot": 1}}`, `{"main": [{"sfot": 1}]}`, `{"mode": "enforce", "mode": "off"}`, `{"models": {"p/m": {"mian": {"x": 1}, "main": {"hrad": 5, "hard": 1, "hard": 2}}}}`,
+		`{"resumeChecks": {"any name": "x", "any name": "y"}, "loop": {"withinturns": 1}}`, "\xef\xbb\xbf{\"handoffGrace\": {\"enable\": false}}",
+		`{"": {"": 1, "": 2}, "enforceCwds": [{"a": 1, "a": 2}]}`, "{\n\"models\": {\"a.b/c.d\": {\"subagent\": {\"soft\": 1, \"sotf\": 2}}}}",
+	} {
+		f.Add(s)
+	}
+	thresholds := []string{"soft", "handoff", "hard", "minProgress"}
+	f.Fuzz(func(t *testing.T, s string) {
+		keys, ok := jsonpostest.Keys([]byte(s))
+		if !ok {
+			return
+		}
+		_, errs := ParseConfig([]byte(s))
+		unknown, repeated := jsonpostest.Expected(keys, func(k jsonpostest.Key) (bool, bool) {
+			p := k.Parent
+			switch {
+			case len(p) == 0:
+				_, known := configSchema.Keys[k.Key]
+				return true, known
+			case len(p) == 1 && (p[0] == "main" || p[0] == "subagent"):
+				return true, slices.Contains(thresholds, k.Key)
+			case len(p) == 1 && p[0] == "loop":
+				return true, k.Key == "maxHandoffsWithoutProgress" || k.Key == "withinTurns"
+			case len(p) == 1 && p[0] == "handoffGrace":
+				return true, k.Key == "enabled" || k.Key == "calls" || k.Key == "fraction"
+			case len(p) == 2 && p[0] == "models":
+				return true, k.Key == "main" || k.Key == "subagent"
+			case len(p) == 3 && p[0] == "models" && (p[2] == "main" || p[2] == "subagent"):
+				return true, slices.Contains(thresholds, k.Key)
+			}
+			return false, false
+		})
+		message := func(e ConfigError) string { return strings.TrimPrefix(e.Message, `key "": `) }
+		isUnknown := func(e ConfigError) bool {
+			return strings.HasPrefix(message(e), "unknown key, ignored (") || strings.HasPrefix(message(e), "unknown role (")
+		}
+		isRepeated := func(e ConfigError) bool { return strings.HasPrefix(message(e), "given twice (first at line ") }
+		for _, c := range []struct {
+			keys []jsonpostest.Key
+			is   func(ConfigError) bool
+			what string
+		}{{unknown, isUnknown, "unknown"}, {repeated, isRepeated, "repeated"}} {
+			n := 0
+			for _, e := range errs {
+				if c.is(e) {
+					n++
+				}
+			}
+			if n != len(c.keys) {
+				t.Fatalf("ParseConfig(%q): %d %s-key reports, want %d: %v", s, n, c.what, len(c.keys), errs)
+			}
+			for _, k := range c.keys {
+				if !slices.ContainsFunc(errs, func(e ConfigError) bool { return c.is(e) && e.Key == k.Path() && e.Line == k.Line }) {
+					t.Fatalf("ParseConfig(%q): %s key %q on line %d not reported: %v", s, c.what, k.Path(), k.Line, errs)
+				}
+			}
+		}
+	})
 }

@@ -182,6 +182,10 @@ type ToolFinished struct{ Handoff bool }
 type HandoffWritten struct {
 	Path       string
 	ToolCallID string
+	// Source, when set, is the source the handoff's sidecar records: a
+	// host taking over a handoff another host wrote does not have the
+	// state that decided it.
+	Source string
 }
 
 // HandoffRejected: context_handoff refused the arguments' objective checks.
@@ -353,6 +357,9 @@ func Step(s State, l Limits, o Observation) (State, []Effect) {
 			src = SourceBudget
 		case s.IdleAsked:
 			src = SourceIdle
+		}
+		if o.Source != "" {
+			src = o.Source
 		}
 		if s.Pending.Path != "" {
 			emit(Effect{Kind: EffDiscard, Handoff: s.Pending.Path, Reason: "replaced by a newer handoff", Source: s.Pending.Source})

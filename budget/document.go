@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/pins"
 )
 
@@ -86,6 +87,12 @@ var DefaultDocLimits = DocLimits{Total: DocumentCap, Narrative: NarrativeBudget,
 // summary.
 const PinsTitle = "Pinned rules (the user pinned these with /pin: verbatim, current until unpinned)"
 
+// visibleDoc is how the budget writes a document out (a handoff, the
+// mechanical summary, a continuation): what the model reads and a user may
+// print, so clip.Visible, with a carriage return before a newline taken as
+// part of the line end (arguments may hold one; a lone one is written out).
+func visibleDoc(s string) string { return clip.Visible(strings.ReplaceAll(s, "\r\n", "\n")) }
+
 // OversizeError is a handoff that does not fit: a tool error, never a
 // silent truncation.
 type OversizeError struct{ Msg string }
@@ -154,7 +161,9 @@ func Render(a Args, m Metadata, lim DocLimits) (string, error) {
 		}
 		section("Lint", boundedN(lines, 8, lim.Lint, "lint lines"))
 	}
-	doc := b.String()
+	// Every part, from the agent's paths to a resume check's output, is
+	// written out visibly before the size is checked.
+	doc := visibleDoc(b.String())
 	if len(doc)-pinned > lim.Total {
 		return "", &OversizeError{Msg: fmt.Sprintf("the handoff would be %d bytes, over the cap of %d (user_constraints %d bytes, kept verbatim and never cut; the user's pins are not counted); quote only the binding constraints verbatim and reference the rest by file in files_to_read, then call context_handoff again", len(doc)-pinned, lim.Total, len(a.UserConstraints))}
 	}

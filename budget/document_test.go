@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pi-session/pi-session/clip"
@@ -45,6 +46,37 @@ func sampleArgs() Args {
 		Hypotheses:      "The faux model's usage is too small to cross soft.",
 		FilesToRead:     []string{"/home/u/repo/.ai-work/task/STATE.md"},
 		WatchActions:    []WatchAction{{ID: "job-1", Target: "CI run 42", OnComplete: "read the result and continue"}},
+	}
+}
+
+// TestRenderVisible: the document holds no raw control character or
+// invalid byte whatever its parts held (a path, a repository, a resume
+// check's output, a user message), and a carriage return before a newline
+// (which arguments may hold) is part of the line end, not written out.
+func TestRenderVisible(t *testing.T) {
+	const h = "\x1b]0;PWNED\x07\u009b31m\xff"
+	a, m := sampleArgs(), sampleMetadata()
+	a.UserConstraints = "Never push to main.\r\nKeep commits small.\r\n"
+	a.FilesToRead = []string{"/home/u/repo/" + h + ".md"}
+	m.Repo.Changes = []string{" M " + h}
+	m.Resume.Output = "ci: " + h + "\n"
+	m.UserMessages = []string{"fix " + h}
+	doc, err := Render(a, m, DefaultDocLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.IndexFunc(doc, clip.IsControl); i >= 0 || !utf8.ValidString(doc) {
+		t.Errorf("Render: raw text at %d:\n%q", i, doc)
+	}
+	for _, want := range []string{"Never push to main.\nKeep commits small.", "/home/u/repo/\\x1b]0;PWNED\\x07\\u009b31m\uFFFD.md", `ci: \x1b]0;PWNED`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("Render lacks %q:\n%s", want, doc)
+		}
+	}
+	lone := a
+	lone.UserConstraints = "over\rwrite"
+	if doc, _ := Render(lone, m, DefaultDocLimits); !strings.Contains(doc, `over\x0dwrite`) {
+		t.Errorf("a lone carriage return is not written out:\n%s", doc)
 	}
 }
 

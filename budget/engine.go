@@ -14,7 +14,6 @@ import (
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/paths"
-	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
 	"github.com/pi-session/pi-session/status"
@@ -128,6 +127,8 @@ type sess struct {
 	guard      bool              // the effective mode is off because of the guard (not an explicit off)
 	mismatch   string            // the configured/effective difference last logged
 	calls      map[string]string // this turn's tool calls the policy blocked ("blocked") or ran as grace calls ("grace")
+	started    bool              // Start ran, or the session was restored from its file
+	handoffs   map[string]bool   // context_handoff calls this host ran or took over, by tool call id
 	done       Counts            // handoffs committed for real (restored and in this process), whatever the mode
 }
 
@@ -574,6 +575,16 @@ func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
 	s.model = sp.Model
 	s.guardOff = sp.GuardOff != nil && *sp.GuardOff
 	e.configure(s)
+	e.restore(s)
+	e.event(s, "session_start", map[string]any{"configured": s.configuredMode(), "wrapper": p.Wrapper, "subagent": p.Subagent, "model": sp.Model, "guardOff": s.guardOff})
+	e.writeStatus(s)
+	return s.view()
+}
+
+// restore reads the session's budget history from its file: commits,
+// floor, the last handoff.
+func (e *Engine) restore(s *sess) {
+	s.started = true
 	e.readBranch(s, func(b []*session.Entry) {
 		r := Restore(b)
 		s.restored = r
@@ -585,9 +596,6 @@ func (e *Engine) Start(p Peer, arm ArmFunc, sp StartParams) View {
 			e.continuedFrom(s, r.ContinuedFrom)
 		}
 	})
-	e.event(s, "session_start", map[string]any{"configured": s.configuredMode(), "wrapper": p.Wrapper, "subagent": p.Subagent, "model": sp.Model, "guardOff": s.guardOff})
-	e.writeStatus(s)
-	return s.view()
 }
 
 // InputParams is what the input hook reports.
@@ -675,6 +683,17 @@ type TurnEndParams struct {
 	Continues   bool             `json:"continues"`
 	Outcome     string           `json:"outcome"`
 	GuardOff    *bool            `json:"guardOff"` // the optional guard integration, consulted each turn
+	// Pending is the handoff the extension was told is written and waits
+	// for this turn's commit; a host that did not write it (the one that
+	// did died) takes it over from its files.
+	Pending *PendingRef `json:"pending,omitempty"`
+}
+
+// PendingRef names a written handoff by the context_handoff call that
+// wrote it.
+type PendingRef struct {
+	ToolCallID string `json:"toolCallId"`
+	Path       string `json:"path"`
 }
 
 // Draft is a session entry draft the extension returns from turn_end or
@@ -723,6 +742,9 @@ func (e *Engine) TurnEnd(ctx context.Context, p Peer, arm ArmFunc, tp TurnEndPar
 		s.limits = LimitsFor(s.loaded.Config, s.peer.Subagent, s.model, s.peer.Wrapper)
 	}
 	e.setGuard(s, tp.GuardOff)
+	if tp.Pending != nil {
+		e.takeOver(s, tp.Pending.ToolCallID)
+	}
 	o := TurnEnd{Tokens: tp.Tokens, Usage: tp.Usage, Continues: tp.Continues}
 	for _, r := range tp.ToolResults {
 		// The engine's own record of its answers counts too: in observe
@@ -782,8 +804,7 @@ func level(kind string) string {
 // commitDrafts are the retain-none compaction holding the handoff and the
 // automatic continuation (with resume check and watch check).
 func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
-	doc, err := regfile.Read(h.Path, maxHandoffRead)
-	summary := string(doc)
+	summary, err := readHandoff(h.Path)
 	if err != nil {
 		summary = fmt.Sprintf("# Handoff\n\nThe handoff %s could not be read (%v). Read it from disk, verify HEAD and external state, then continue.", h.Path, err)
 	}
@@ -806,7 +827,9 @@ func (e *Engine) commitDrafts(ctx context.Context, s *sess, h Handoff) []Draft {
 	}
 	return []Draft{
 		{Type: "compaction", Summary: summary, FirstKeptEntryID: nil, Details: d},
-		{Type: "custom_message", CustomType: CustomType, Content: strings.Join(cont, "\n\n"), Display: true},
+		// Shown in pi and read by the model: the resume check's output and
+		// the sidecar's watch actions are written out visibly.
+		{Type: "custom_message", CustomType: CustomType, Content: visibleDoc(strings.Join(cont, "\n\n")), Display: true},
 	}
 }
 
@@ -1084,16 +1107,18 @@ func (e *Engine) writeEmergency(s *sess, reason string) (string, error) {
 	e.readBranch(s, func(b []*session.Entry) { requests, pinned = UserMessagesSince(b, s.wasDiscarded), Pins(b) })
 	doc := MechanicalSummary(prior, requests, pinned, s.peer.SessionFile)
 	dir := HandoffDir(s.peer.Cwd)
-	n := NextN(dir, s.peer.SessionID, s.restored.MaxN)
-	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
-	sc := &Sidecar{Version: 1, ID: id, Path: filepath.Join(dir, id+".md"),
-		Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
-		Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile, Pins: pinned},
-		Backoff:  HandoffDetails{Kind: "handoff", Path: filepath.Join(dir, id+".md"), Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}
-	if err := WriteHandoff(dir, sc, doc); err != nil {
+	sc, _, err := CreateHandoff(dir, s.peer.SessionID, s.restored.MaxN, func(n int) (*Sidecar, string, error) {
+		id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+		path := filepath.Join(dir, id+".md")
+		return &Sidecar{Version: 1, ID: id, Path: path,
+			Args:     Args{Goal: "(emergency handoff: " + reason + ")", NextStep: "Re-establish state from files and git.", Facts: "(none recorded)"},
+			Metadata: Metadata{SessionID: s.peer.SessionID, N: n, Source: SourceHard, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile, Pins: pinned},
+			Backoff:  HandoffDetails{Kind: "handoff", Path: path, Source: SourceHard, N: n, WrittenAt: e.opt.Now(), Mechanical: true}}, doc, nil
+	})
+	if err != nil {
 		return "", err
 	}
-	s.restored.MaxN = n
+	s.restored.MaxN = sc.Metadata.N
 	s.last, s.lastAt = sc.Backoff, e.opt.Now()
 	e.event(s, "emergency_handoff", map[string]any{"handoff": sc.Path, "reason": reason})
 	return sc.Path, nil

@@ -2,7 +2,10 @@ package budget
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,19 +15,23 @@ import (
 	"unicode"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 )
 
 // Sidecar is the JSON file beside a handoff: the structured arguments and
 // the automatic metadata, for the backstop and for tools.
 type Sidecar struct {
-	Version  int            `json:"version"`
-	ID       string         `json:"id"` // <sessionId>-<n>
-	Path     string         `json:"path"`
-	Args     Args           `json:"args"`
-	Metadata Metadata       `json:"metadata"`
-	Backoff  HandoffDetails `json:"backoff"`
-	Launch   string         `json:"launchPrompt,omitempty"` // the launch prompt file
+	Version int    `json:"version"`
+	ID      string `json:"id"` // <sessionId>-<n>
+	// ToolCallID is the context_handoff call that wrote it: a host that
+	// takes over after the writer died finds the handoff by it.
+	ToolCallID string         `json:"toolCallId,omitempty"`
+	Path       string         `json:"path"`
+	Args       Args           `json:"args"`
+	Metadata   Metadata       `json:"metadata"`
+	Backoff    HandoffDetails `json:"backoff"`
+	Launch     string         `json:"launchPrompt,omitempty"` // the launch prompt file
 
 	// recovered says where a prior handoff's fields came from when not
 	// from this sidecar: "markdown", or why nothing could be read.
@@ -40,31 +47,78 @@ func HandoffDir(cwd string) string {
 	return filepath.Join(base, ".ai-work", "handoffs")
 }
 
-// NextN is one more than the highest <sessionId>-<n>.md in dir, and at
-// least after.
+// NextN is one more than the highest handoff number of sessionID in dir,
+// and at least after+1. A number is taken by its document
+// (<sessionId>-<n>.md) or by its sidecar alone (<sessionId>-<n>.json: a
+// handoff being written, or one a crash cut short).
 func NextN(dir, sessionID string, after int) int {
 	n := after
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, sessionID+"-") || !strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".launch-prompt.md") {
+		if !strings.HasPrefix(name, sessionID+"-") || strings.HasSuffix(name, ".launch-prompt.md") {
 			continue
 		}
-		if k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, sessionID+"-"), ".md")); err == nil {
+		num, ok := strings.CutSuffix(name[len(sessionID)+1:], ".md")
+		if !ok {
+			num, ok = strings.CutSuffix(name[len(sessionID)+1:], ".json")
+		}
+		if k, err := strconv.Atoi(num); ok && err == nil && k > 0 && num[0] != '+' {
 			n = max(n, k)
 		}
 	}
 	return n + 1
 }
 
-// WriteHandoff writes the handoff, its sidecar and (for a launch_prompt
-// given as text) <id>.launch-prompt.md, each atomically with mode 0600.
-// The handoff is written last: it exists only when the rest does.
-func WriteHandoff(dir string, sc *Sidecar, doc string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// maxHandoffTries bounds how often a handoff is laid out again because
+// another writer took the number it chose.
+const maxHandoffTries = 64
+
+// CreateHandoff writes a handoff of sessionID in dir under the next
+// number after after that no writer, in this process or another, has
+// taken: build lays out the sidecar and document of number n, and is
+// called again with a later number when another writer took n meanwhile
+// (a second pi on the same session). It returns what build made for the
+// number written. An error of build is returned as is.
+func CreateHandoff(dir, sessionID string, after int, build func(n int) (*Sidecar, string, error)) (*Sidecar, string, error) {
+	// <repo>/.ai-work/handoffs: refused when someone else could write
+	// there (a relaunch and the model read the handoff back).
+	if _, err := owndir.Make(dir, 2); err != nil {
+		return nil, "", fmt.Errorf("budget: handoff directory: %w", err)
+	}
+	for try := 0; try < maxHandoffTries; try++ {
+		n := NextN(dir, sessionID, after)
+		sc, doc, err := build(n)
+		if err != nil {
+			return nil, "", err
+		}
+		err = WriteHandoff(dir, sc, doc)
+		if err == nil {
+			return sc, doc, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, "", err
+		}
+		after = n
+	}
+	return nil, "", fmt.Errorf("budget: no handoff number free in %s after %d tries: other writers of session %s keep taking them", dir, maxHandoffTries, sessionID)
+}
+
+// WriteHandoff writes the handoff sc names: its sidecar first, created
+// exclusively (it takes the number: an error satisfying
+// errors.Is(err, fs.ErrExist) when another writer has it), then (for a
+// launch_prompt given as text) <id>.launch-prompt.md, then the document,
+// created exclusively too; each atomically with mode 0600. The document is
+// written last: it exists only when the rest does, and a writer that finds
+// it complete finds the whole handoff. What a failure leaves of this
+// number is removed again.
+func WriteHandoff(dir string, sc *Sidecar, doc string) (err error) {
+	if _, err := owndir.Make(dir, 2); err != nil {
 		return fmt.Errorf("budget: handoff directory: %w", err)
 	}
-	if lp := sc.Args.LaunchPrompt; lp != "" {
+	lp := sc.Args.LaunchPrompt
+	lpText := ""
+	if lp != "" {
 		if _, isPath := launchPromptFile(lp); isPath {
 			st, err := os.Stat(lp)
 			if err != nil || !st.Mode().IsRegular() {
@@ -72,24 +126,76 @@ func WriteHandoff(dir string, sc *Sidecar, doc string) error {
 			}
 			sc.Launch = lp
 		} else {
-			p := filepath.Join(dir, sc.ID+".launch-prompt.md")
-			if err := atomicfile.WriteFile(p, []byte(lp), 0o600); err != nil {
-				return fmt.Errorf("budget: launch prompt: %w", err)
-			}
-			sc.Launch = p
+			lpText = lp
+			sc.Launch = filepath.Join(dir, sc.ID+".launch-prompt.md")
 		}
 	}
 	b, err := json.MarshalIndent(sc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("budget: sidecar: %w", err)
 	}
-	if err := atomicfile.WriteFile(strings.TrimSuffix(sc.Path, ".md")+".json", append(b, '\n'), 0o600); err != nil {
+	side := strings.TrimSuffix(sc.Path, ".md") + ".json"
+	if err := atomicfile.Create(side, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("budget: sidecar: %w", err)
 	}
-	if err := atomicfile.WriteFile(sc.Path, []byte(doc), 0o600); err != nil {
+	defer func() {
+		if err != nil {
+			if lpText != "" {
+				os.Remove(sc.Launch)
+			}
+			os.Remove(side) // created by this call: the number is this writer's
+		}
+	}()
+	if lpText != "" {
+		if err := atomicfile.WriteFile(sc.Launch, []byte(lpText), 0o600); err != nil {
+			return fmt.Errorf("budget: launch prompt: %w", err)
+		}
+	}
+	if err := atomicfile.Create(sc.Path, []byte(doc), 0o600); err != nil {
 		return fmt.Errorf("budget: handoff: %w", err)
 	}
 	return nil
+}
+
+// findLimit bounds how many of a session's newest handoffs FindHandoff
+// reads: the one it looks for was being written a moment ago.
+const findLimit = 16
+
+// FindHandoff looks in dir for the handoff of sessionID that the
+// context_handoff call toolCallID wrote, among the newest findLimit. It
+// returns its sidecar when the handoff is complete (its document exists
+// and names it: WriteHandoff writes the document last), or, when only its
+// sidecar is there, the sidecar's path.
+func FindHandoff(dir, sessionID, toolCallID string) (complete *Sidecar, torn string) {
+	var nums []int
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		num, ok := strings.CutPrefix(e.Name(), sessionID+"-")
+		if !ok {
+			continue
+		}
+		if num, ok = strings.CutSuffix(num, ".json"); !ok {
+			continue
+		}
+		if k, err := strconv.Atoi(num); err == nil && k > 0 && strconv.Itoa(k) == num {
+			nums = append(nums, k)
+		}
+	}
+	slices.Sort(nums)
+	for i := len(nums) - 1; i >= 0 && i >= len(nums)-findLimit; i-- {
+		id := fmt.Sprintf("%s-%d", sessionID, nums[i])
+		path := filepath.Join(dir, id+".md")
+		sc, err := ReadSidecar(path)
+		if err != nil || sc.ToolCallID != toolCallID || sc.ID != id || sc.Path != path {
+			continue
+		}
+		doc, err := regfile.Read(path, maxHandoffRead)
+		if err != nil || !strings.HasPrefix(string(doc), "# Handoff "+id+"\n") {
+			return nil, strings.TrimSuffix(path, ".md") + ".json"
+		}
+		return sc, ""
+	}
+	return nil, ""
 }
 
 // maxSidecarBytes bounds a sidecar read back: the arguments are at most
@@ -100,9 +206,27 @@ const maxSidecarBytes = 4 << 20
 func ReadSidecar(handoff string) (*Sidecar, error) {
 	// The path comes from the session's entries: a FIFO or a device there
 	// must not hang or flood the engine.
-	b, err := regfile.Read(strings.TrimSuffix(handoff, ".md")+".json", maxSidecarBytes)
+	// It is not trusted when someone else could have written it: a
+	// sidecar owned by another user or writable by others, or a link.
+	path := strings.TrimSuffix(handoff, ".md") + ".json"
+	f, err := regfile.OpenNoFollow(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := owndir.CheckFile(path, fi); err != nil {
+		return nil, fmt.Errorf("budget: sidecar not trusted: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSidecarBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSidecarBytes {
+		return nil, fmt.Errorf("budget: sidecar %s: over %d bytes: %w", path, maxSidecarBytes, regfile.ErrTooLarge)
 	}
 	var sc Sidecar
 	if err := json.Unmarshal(b, &sc); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pi-session/pi-session/hostproc"
 )
 
 // Git deadlines: one status call per repository, 800 ms each, 3 s for all.
@@ -66,7 +68,7 @@ func InspectRepo(ctx context.Context, root string) RepoState {
 	cmd.WaitDelay = 200 * time.Millisecond
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	if err := hostproc.Run(cmd); err != nil {
 		if ctx.Err() != nil {
 			r.Error = fmt.Sprintf("git status did not finish within %v", GitCallDeadline)
 		} else {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
 )
@@ -46,6 +47,7 @@ func toolError(s *sess, format string, args ...any) HandoffAnswer {
 func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffParams) HandoffAnswer {
 	s := e.open(p, arm)
 	defer s.mu.Unlock()
+	s.ranHandoff(hp.ToolCallID)
 	st := s.state
 	manual := st.Manual
 	if s.projected() && !manual {
@@ -82,12 +84,16 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	}
 	// Metadata.
 	dir := HandoffDir(s.peer.Cwd)
-	n := NextN(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N))
-	id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
-	path := filepath.Join(dir, id+".md")
+	// A directory someone else could write to is refused before anything
+	// is made; a link is used, said once (WriteHandoff makes it).
+	dirWarning, err := owndir.Check(dir, 2)
+	if err != nil {
+		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
+		return toolError(s, "context_handoff: no handoff was written: %s", strings.TrimPrefix(err.Error(), "owndir: "))
+	}
 	var branch []*session.Entry
 	e.readBranch(s, func(b []*session.Entry) { branch = b })
-	m := Metadata{SessionID: s.peer.SessionID, N: n, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
+	m := Metadata{SessionID: s.peer.SessionID, CreatedAt: e.opt.Now(), Cwd: s.peer.Cwd, SessionFile: s.peer.SessionFile,
 		PreviousHandoff: s.last.Path, Integrations: hp.Integrations}
 	m.Source = e.previewSource(s)
 	if e.opt.Git {
@@ -123,32 +129,138 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 		m.Resume = &r
 		e.event(s, "resume_check", map[string]any{"when": "before_handoff", "exitCode": r.ExitCode, "timedOut": r.TimedOut, "truncated": r.Truncated})
 	}
-	doc, err := Render(a, m, DefaultDocLimits)
-	if err != nil {
-		e.event(s, "handoff_oversize", map[string]any{"error": err.Error()})
-		return toolError(s, "%v", err)
+	// The number is taken when the files are written: another pi on this
+	// session may take the one chosen first, and the handoff, which
+	// names its number, is laid out again under the next.
+	var renderErr error
+	sc, doc, err := CreateHandoff(dir, s.peer.SessionID, max(s.restored.MaxN, s.last.N), func(n int) (*Sidecar, string, error) {
+		m.N = n
+		doc, err := Render(a, m, DefaultDocLimits)
+		if err != nil {
+			renderErr = err
+			return nil, "", err
+		}
+		id := fmt.Sprintf("%s-%d", s.peer.SessionID, n)
+		path := filepath.Join(dir, id+".md")
+		details := HandoffDetails{Kind: "handoff", Path: path, Source: m.Source, N: n, Head: head, Words: words, WrittenAt: e.opt.Now()}
+		return &Sidecar{Version: 1, ID: id, ToolCallID: hp.ToolCallID, Path: path, Args: a, Metadata: m, Backoff: details}, doc, nil
+	})
+	if renderErr != nil {
+		e.event(s, "handoff_oversize", map[string]any{"error": renderErr.Error()})
+		return toolError(s, "%v", renderErr)
 	}
-	details := HandoffDetails{Kind: "handoff", Path: path, Source: m.Source, N: n, Head: head, Words: words, WrittenAt: e.opt.Now()}
-	sc := &Sidecar{Version: 1, ID: id, Path: path, Args: a, Metadata: m, Backoff: details}
-	if err := WriteHandoff(dir, sc, doc); err != nil {
+	if err != nil {
 		e.event(s, "handoff_write_failed", map[string]any{"error": err.Error()})
 		return toolError(s, "context_handoff: %v", err)
 	}
+	path, details := sc.Path, sc.Backoff
 	s.last, s.lastAt = details, e.opt.Now()
-	s.restored.MaxN = n
+	s.restored.MaxN = sc.Metadata.N
 	s.discarded = nil
 	e.apply(s, HandoffWritten{Path: path, ToolCallID: hp.ToolCallID})
+	note := ""
+	if dirWarning != "" {
+		note = "Warning: " + dirWarning + "."
+	}
+	return HandoffAnswer{Text: s.writtenText(path, len(doc), len(m.Lint), manual, note), Details: &details, View: s.view()}
+}
+
+// writtenText is context_handoff's answer for a handoff written to path:
+// its size, its lint, and what happens at the end of the turn; note, when
+// set, comes after the size.
+func (s *sess) writtenText(path string, size, lint int, manual bool, note string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Handoff written to %s (%d bytes).", path, len(doc))
-	if len(m.Lint) > 0 {
-		fmt.Fprintf(&b, " %d lint %s recorded in it.", len(m.Lint), plural(len(m.Lint), "warning was", "warnings were"))
+	fmt.Fprintf(&b, "Handoff written to %s (%d bytes).", path, size)
+	if note != "" {
+		b.WriteString(" " + note)
+	}
+	if lint > 0 {
+		fmt.Fprintf(&b, " %d lint %s recorded in it.", lint, plural(lint, "warning was", "warnings were"))
 	}
 	if s.state.Relaunch || (manual && s.limits.Wrapper && !s.state.WrapperLost) {
 		b.WriteString(" End your turn now without further tools: pi-session restarts pi in a fresh process that continues from this handoff.")
 	} else {
 		b.WriteString(" End your turn now without further tools: the context resets to this handoff at the end of this turn and work continues from its next step.")
 	}
-	return HandoffAnswer{Text: b.String(), Details: &details, View: s.view()}
+	return b.String()
+}
+
+// ranHandoff records that this host runs the context_handoff call id.
+func (s *sess) ranHandoff(id string) {
+	if s.handoffs == nil {
+		s.handoffs = map[string]bool{}
+	}
+	if id != "" {
+		s.handoffs[id] = true
+	}
+}
+
+// HandoffOutcome says what became of the context_handoff call id whose
+// answer the extension never got: the host that ran it died (or the
+// connection to it broke) in the middle. A host that ran the call answers
+// from its state (after the call, if it still runs). Any other host looks
+// for the handoff the call wrote: complete (its document is there), it
+// takes the handoff over, pending as if it had written it, so the turn's
+// end commits it; not complete, or not there, the answer is a tool error
+// saying nothing was written or reset and to call context_handoff again.
+func (e *Engine) HandoffOutcome(p Peer, arm ArmFunc, id string) HandoffAnswer {
+	s := e.open(p, arm)
+	defer s.mu.Unlock()
+	if id == "" {
+		return toolError(s, "context_handoff: no tool call id to look for")
+	}
+	if s.handoffs[id] {
+		if pend := s.state.Pending; pend.ToolCallID == id && pend.Path != "" {
+			details := s.last
+			return HandoffAnswer{Text: s.writtenText(pend.Path, fileSize(pend.Path), 0, pend.Source == SourceManual, ""), Details: &details, View: s.view()}
+		}
+		return toolError(s, "context_handoff: the answer to this call was lost and no handoff of it is waiting to be committed; nothing was reset. Call context_handoff again.")
+	}
+	sc, torn := e.takeOver(s, id)
+	switch {
+	case sc != nil:
+		details := sc.Backoff
+		note := "pi-session's engine host stopped before it could answer this call; the host that took over found the handoff complete."
+		return HandoffAnswer{Text: s.writtenText(sc.Path, fileSize(sc.Path), len(sc.Metadata.Lint), sc.Metadata.Source == SourceManual, note), Details: &details, View: s.view()}
+	case torn != "":
+		return toolError(s, "context_handoff: not written: pi-session's engine host stopped before the handoff was complete (%s holds only its sidecar); nothing was reset. Call context_handoff again.", torn)
+	}
+	return toolError(s, "context_handoff: not written: pi-session's engine host stopped during this call, before the handoff was written; nothing was reset. Call context_handoff again.")
+}
+
+// takeOver makes the handoff the context_handoff call id wrote pending in
+// s, when this host did not run the call: the host that did died, and the
+// handoff is complete on disk. It returns that handoff, or, when it is not
+// complete, the sidecar found without its document. A session this host
+// never started is first restored from its file.
+func (e *Engine) takeOver(s *sess, id string) (sc *Sidecar, torn string) {
+	if id == "" || s.handoffs[id] {
+		return nil, ""
+	}
+	s.ranHandoff(id)
+	if !s.started {
+		e.restore(s)
+	}
+	sc, torn = FindHandoff(HandoffDir(s.peer.Cwd), s.peer.SessionID, id)
+	if sc == nil {
+		e.event(s, "handoff_lost", map[string]any{"toolCallId": id, "sidecar": torn})
+		return nil, torn
+	}
+	s.last, s.lastAt = sc.Backoff, sc.Backoff.WrittenAt
+	s.restored.MaxN = max(s.restored.MaxN, sc.Metadata.N)
+	s.discarded = nil
+	e.apply(s, HandoffWritten{Path: sc.Path, ToolCallID: id, Source: sc.Metadata.Source})
+	e.event(s, "handoff_taken_over", map[string]any{"handoff": sc.Path, "toolCallId": id, "source": sc.Metadata.Source})
+	return sc, ""
+}
+
+// fileSize is the size of the file at path, 0 when it cannot be read.
+func fileSize(path string) int {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return int(st.Size())
 }
 
 // CheckArgs runs the objective checks of a handoff's arguments against
@@ -219,6 +331,14 @@ func statReason(err error) string {
 // from the session's entries): a document is capped at DocumentCap.
 const maxHandoffRead = 1 << 20
 
+// readHandoff reads a handoff document back for a compaction, written out
+// visibly (visibleDoc) as when it was written: the file on disk may have
+// been changed since, or written by another tool.
+func readHandoff(path string) (string, error) {
+	b, err := regfile.Read(path, maxHandoffRead)
+	return visibleDoc(string(b)), err
+}
+
 // Rejection is the tool error for arguments that failed CheckArgs.
 func Rejection(problems []string) string {
 	return "context_handoff: rejected, nothing was written:\n- " + strings.Join(problems, "\n- ") + "\nFix these and call context_handoff again (after two rejections these checks only warn)."
@@ -275,9 +395,9 @@ func (e *Engine) Compaction(p Peer, arm ArmFunc, cp CompactionParams) *Compactio
 		h = st.Pending.Path
 	}
 	if h != "" {
-		if doc, err := regfile.Read(h, maxHandoffRead); err == nil {
+		if doc, err := readHandoff(h); err == nil {
 			e.event(s, "backstop", map[string]any{"reason": cp.Reason, "handoff": h})
-			return &CompactionAnswer{Summary: string(doc), Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
+			return &CompactionAnswer{Summary: doc, Details: &HandoffDetails{Kind: "handoff", Path: h, Source: SourceIdle}}
 		}
 	}
 	prior := priorHandoff(s.last.Path)

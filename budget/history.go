@@ -327,7 +327,8 @@ func Lint(roots []string, latest time.Time, missing []string) []string {
 // bounded excerpts of the prior handoff (from its sidecar, else recovered
 // from its Markdown; cited even when unreadable) when there is one, the recent user requests, and instructions to re-establish state
 // from files and git. The user's pins come first, whole. It needs no
-// writable storage.
+// writable storage. Like every document, it is written out visibly
+// (visibleDoc): a sidecar read back is as untrusted as the session.
 func MechanicalSummary(prior *Sidecar, requests, pinned []string, sessionFile string) string {
 	var b strings.Builder
 	b.WriteString("# Emergency handoff (mechanical)\n\nThe context overflowed or could not be compacted normally, so pi-session replaced it with this bounded mechanical summary. Re-establish state from files and git before acting: read the prior handoff below (if any) in full, check `git status` and `git log --oneline --no-show-signature -5`, re-verify CI, review and issue facts, then continue.\n")
@@ -375,7 +376,7 @@ func MechanicalSummary(prior *Sidecar, requests, pinned []string, sessionFile st
 	if len(requests) > 0 {
 		b.WriteString("\n## Recent user requests (verbatim)\n\n" + userMessages(requests, 4<<10) + "\n")
 	}
-	return b.String()
+	return visibleDoc(b.String())
 }
 
 // nestHeadings shifts the Markdown headings of an excerpt (outside code

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pi-session/pi-session/hostproc"
 )
 
 // Resume check limits: the result fits in 4 KiB with its label and exit
@@ -52,18 +55,25 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // RunResumeCheck runs command with bash -c in dir, in its own process
-// group. Output (stdout and stderr together) is capped; after timeout
-// the group is killed; after the direct child exits (or is killed), the
-// pipes get at most drain to deliver the rest, so descendants holding
-// them cannot hang the check. A failure is reported, never returned.
+// group, whose leader (hostproc.GroupScript) kills the whole group when
+// the host dies: nothing of the check outlives the host. Output (stdout
+// and stderr together) is capped; after timeout the group is killed; after
+// the direct child exits (or is killed), the pipes get at most drain to
+// deliver the rest, so descendants holding them cannot hang the check. A
+// failure is reported, never returned.
 func RunResumeCheck(ctx context.Context, command, dir string, timeout, drain time.Duration) ResumeResult {
 	res := ResumeResult{Label: command}
 	out := &capped{max: ResumeBytes - 256 - min(len(command), 1024)}
-	cmd := exec.Command("bash", "-c", command)
+	cmd := exec.Command("bash", "-c", hostproc.GroupScript, "pi-session-resume-check", command)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = drain
+	// The parent-death signal follows the thread that forks: this
+	// goroutine keeps it until the check has exited.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	hostproc.Tie(cmd, syscall.SIGTERM)
 	if err := cmd.Start(); err != nil {
 		res.Error = err.Error()
 		res.ExitCode = -1

@@ -451,3 +451,31 @@ func TestRecapNoModels(t *testing.T) {
 		t.Errorf("/recap without models wrote %s (%v)", path, err)
 	}
 }
+
+// TestRecapTypoNextToEnabled: the measured case. A config that means to
+// turn recaps off but misspells the key ("enabeld": false) left recaps on
+// without a word, and the run's transcript went to the model the user
+// wanted off. Now the session says where the mistake is, what it may have
+// meant and that recaps are off, and no request reaches the recap model
+// after the quiet delay.
+func TestRecapTypoNextToEnabled(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "good", "low")
+	path := filepath.Join(e.Agent, "summaries", "config.private.json")
+	if err := os.WriteFile(path, []byte("{\"enabeld\": false,\n \"provider\": \"faux-recap\", \"model\": \"recap-1\", \"reasoning\": \"low\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("a task")
+	tm.WaitFor(`did you mean "enabled"?`)
+	tm.WaitFor("recaps are off until this is fixed")
+	// The recap would be written 30 s after the run settled; 40 s pass.
+	time.Sleep(40 * time.Second)
+	if n := len(recapRequests(t, log)); n != 0 {
+		t.Errorf("recap requests with \"enabeld\": false = %d, want 0", n)
+	}
+	if n := len(recapEntries(t, e)); n != 0 {
+		t.Errorf("summary-recap entries = %d, want 0", n)
+	}
+}

@@ -64,7 +64,7 @@ func Dial(ctx context.Context, path string, hello Hello) (*Client, error) {
 }
 
 // Call sends a request and waits for its answer. The request carries
-// ctx's deadline as timeoutMs. An error from the host is an *Error.
+// ctx's deadline as timeoutMs and deadline. An error from the host is an *Error.
 func (cl *Client) Call(ctx context.Context, method string, params any, bulk []byte) (json.RawMessage, []byte, error) {
 	raw, err := marshalParams(params)
 	if err != nil {
@@ -84,6 +84,7 @@ func (cl *Client) Call(ctx context.Context, method string, params any, bulk []by
 	m := &message{ID: json.RawMessage(id), Method: method, Params: raw}
 	if dl, ok := ctx.Deadline(); ok {
 		m.TimeoutMs = max(1, time.Until(dl).Milliseconds())
+		m.Deadline = dl.UnixMilli()
 	}
 	cl.wmu.Lock()
 	err = writeFrame(cl.c, m, bulk)

@@ -88,6 +88,9 @@ func (cn *conn) builtin(f *frame) bool {
 	m := &f.msg
 	switch m.Method {
 	case "hello":
+		if cn.late(m) {
+			return true
+		}
 		cn.doHello(m)
 	case "bye":
 		cn.mu.Lock()
@@ -173,9 +176,16 @@ func (cn *conn) dispatch(f frame) {
 	case <-cn.ctx.Done():
 		return
 	}
+	if cn.late(&m) {
+		<-cn.slots
+		return
+	}
 	timeout := cn.h.cfg.Timeout
 	if m.TimeoutMs > 0 {
 		timeout = min(time.Duration(m.TimeoutMs)*time.Millisecond, cn.h.cfg.MaxTimeout)
+	}
+	if m.Deadline > 0 {
+		timeout = min(timeout, time.Until(time.UnixMilli(m.Deadline)))
 	}
 	ctx, cancel := context.WithTimeout(cn.ctx, timeout)
 	key := string(m.ID)
@@ -223,6 +233,26 @@ func (cn *conn) dispatch(f frame) {
 			debug.FreeOSMemory()
 		}
 	}()
+}
+
+// late answers a request read after its caller's deadline with
+// CodeDeadline, without running it, and reports whether it was one: the
+// caller has gone on without the answer, so running it now would apply
+// its effects twice or where nobody expects them.
+func (cn *conn) late(m *message) bool {
+	if m.Deadline <= 0 {
+		return false
+	}
+	over := time.Since(time.UnixMilli(m.Deadline))
+	if over < 0 {
+		return false
+	}
+	cn.h.log.Warn("request after its deadline, not run", "method", m.Method, "peerPid", cn.peer.PID, "late", over.Round(time.Millisecond).String())
+	if !m.isNotification() {
+		cn.reply(m.ID, nil, &Error{Code: CodeDeadline, Message: fmt.Sprintf("hooks: %s arrived %s after its caller's deadline; not run", clip.Echo(m.Method), over.Round(time.Millisecond)),
+			Data: map[string]any{"lateMs": over.Milliseconds()}})
+	}
+	return true
 }
 
 // releaseBulk is the bulk size from which the host gives the memory back

@@ -373,6 +373,80 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestLateRequestNotRun: a request read after its deadline (a host that
+// was stopped reads what queued up meanwhile) is answered CodeDeadline and
+// never reaches its engine, a hello after its deadline is not said (no
+// OnHello: no status record), and a request whose deadline is still ahead
+// runs under the nearer of its two deadlines.
+func TestLateRequestNotRun(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	hellos := 0
+	count := Engine{Name: "count", Methods: map[string]Handler{
+		"effect": func(ctx context.Context, r *Request) (any, error) {
+			var p struct{ N string }
+			r.Decode(&p)
+			mu.Lock()
+			ran = append(ran, p.N)
+			mu.Unlock()
+			return struct{}{}, nil
+		},
+		"block": func(ctx context.Context, r *Request) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}}
+	h, logs := startHost(t, Config{OnHello: func(*Peer) { mu.Lock(); hellos++; mu.Unlock() }}, count)
+	past := time.Now().Add(-time.Second).UnixMilli()
+	ahead := time.Now().Add(time.Minute).UnixMilli()
+
+	rc := dialRaw(t, h)
+	rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"hello","params":{"protocol":1,"client":"raw"},"deadline":%d}`+"\n", past))
+	if m := rc.recv(); errCode(m) != CodeDeadline || !strings.Contains(errMessage(m), "hello arrived") {
+		t.Errorf("hello after its deadline = %v, want code %d", m, CodeDeadline)
+	}
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"count.effect","params":{"n":"after a late hello"}}` + "\n")
+	if m := rc.recv(); errCode(m) != CodeHelloFirst {
+		t.Errorf("a call after a late hello = %v, want code %d: the late hello was said", m, CodeHelloFirst)
+	}
+
+	rc = dialRaw(t, h)
+	rc.hello()
+	for i, line := range []string{
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"count.effect","params":{"n":"late"},"timeoutMs":5000,"deadline":%d}`, past),
+		fmt.Sprintf(`{"jsonrpc":"2.0","method":"count.effect","params":{"n":"late notification"},"deadline":%d}`, past),
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"count.effect","params":{"n":"in time"},"timeoutMs":5000,"deadline":%d}`, ahead),
+		`{"jsonrpc":"2.0","id":4,"method":"count.effect","params":{"n":"no deadline"}}`,
+	} {
+		rc.send(line + "\n")
+		if i == 1 {
+			continue // a notification gets no answer
+		}
+		m := rc.recv()
+		if want := i < 1; (errCode(m) == CodeDeadline) != want {
+			t.Errorf("%s -> %v; want a deadline error: %v", line, m, want)
+		}
+	}
+	mu.Lock()
+	if d := cmp.Diff([]string{"in time", "no deadline"}, ran); d != "" {
+		t.Errorf("engine calls (-want +got):\n%s", d)
+	}
+	if hellos != 1 {
+		t.Errorf("OnHello ran %d times, want 1 (the late hello must not count)", hellos)
+	}
+	mu.Unlock()
+	if n := strings.Count(logs.String(), "request after its deadline, not run"); n != 3 {
+		t.Errorf("%d late requests logged, want 3:\n%s", n, logs)
+	}
+
+	// The nearer deadline wins: 30 ms from now, though timeoutMs says 60 s.
+	soon := time.Now().Add(30 * time.Millisecond).UnixMilli()
+	rc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"count.block","timeoutMs":60000,"deadline":%d}`+"\n", soon))
+	if m := rc.recv(); errCode(m) != CodeDeadline {
+		t.Errorf("a call past its deadline member = %v, want code %d", m, CodeDeadline)
+	}
+}
+
 // TestDeadlineRace: a handler that returns ctx.Err() as its deadline
 // passes races the host's own deadline answer; the caller must get the
 // deadline's error whichever goroutine answers first (under load the

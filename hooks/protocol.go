@@ -25,9 +25,13 @@ const Protocol = 1
 //	response      {"jsonrpc":"2.0","id":7,"result":{...}}
 //	error         {"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"...","data":{...}}}
 //
-// Two members extend JSON-RPC 2.0:
+// Three members extend JSON-RPC 2.0:
 //
 //	timeoutMs  on a request: the caller's deadline, relative, in milliseconds.
+//	deadline   on a request: the same deadline as a time, in Unix
+//	           milliseconds. A request read after it is answered
+//	           CodeDeadline and never run: its caller has gone on without
+//	           it (a host that was stopped reads what queued up meanwhile).
 //	bulk       on any message: exactly that many raw bytes follow the line.
 //
 // The bulk path exists because JSON costs too much for large payloads.
@@ -89,6 +93,7 @@ type message struct {
 	Result    json.RawMessage `json:"result,omitempty"`
 	Error     *Error          `json:"error,omitempty"`
 	TimeoutMs int64           `json:"timeoutMs,omitempty"`
+	Deadline  int64           `json:"deadline,omitempty"`
 	Bulk      int64           `json:"bulk,omitempty"`
 }
 
@@ -107,6 +112,7 @@ type wireMessage struct {
 	Result    json.RawMessage `json:"result"`
 	Error     json.RawMessage `json:"error"`
 	TimeoutMs json.RawMessage `json:"timeoutMs"`
+	Deadline  json.RawMessage `json:"deadline"`
 	Bulk      json.RawMessage `json:"bulk"`
 }
 
@@ -152,6 +158,13 @@ func parseMessage(line []byte) (m message, bulk int64, perr *Error, id json.RawM
 			return m, bulk, Errorf(CodeInvalidRequest, "hooks: timeoutMs must be a whole number >= 0"), m.ID
 		}
 		m.TimeoutMs = n
+	}
+	if w.Deadline != nil && !isNull(w.Deadline) {
+		n, err := strconv.ParseInt(string(w.Deadline), 10, 64)
+		if err != nil || n < 0 {
+			return m, bulk, Errorf(CodeInvalidRequest, "hooks: deadline must be a whole number of Unix milliseconds >= 0"), m.ID
+		}
+		m.Deadline = n
 	}
 	m.Result = w.Result
 	if w.Error != nil && !isNull(w.Error) {

@@ -23,6 +23,8 @@ func TestParseMessage(t *testing.T) {
 		{line: `{"jsonrpc":"2.0","id":1,"method":"a.b","params":{"x":1},"timeoutMs":50,"bulk":3}`,
 			want: message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "a.b", Params: json.RawMessage(`{"x":1}`), TimeoutMs: 50, Bulk: 3}, bulk: 3},
 		{line: `{"jsonrpc":"2.0","method":"bye"}`, want: message{JSONRPC: "2.0", Method: "bye"}},
+		{line: `{"jsonrpc":"2.0","id":1,"method":"a.b","timeoutMs":50,"deadline":1767225600000}`,
+			want: message{JSONRPC: "2.0", ID: json.RawMessage(`1`), Method: "a.b", TimeoutMs: 50, Deadline: 1767225600000}},
 		{line: `{"jsonrpc":"2.0","id":"x","result":{"ok":true}}`, want: message{JSONRPC: "2.0", ID: json.RawMessage(`"x"`), Result: json.RawMessage(`{"ok":true}`)}},
 		{line: `{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"no"}}`, want: message{JSONRPC: "2.0", ID: json.RawMessage(`null`), Error: &Error{Code: -32005, Message: "no"}}},
 		{line: `{"jsonrpc":"2.0","id":2,"method":"m","params":null}`, want: message{JSONRPC: "2.0", ID: json.RawMessage(`2`), Method: "m"}},
@@ -36,6 +38,8 @@ func TestParseMessage(t *testing.T) {
 		{line: `{"id":1,"method":"m"}`, code: CodeInvalidRequest, id: "1"},
 		{line: `{"jsonrpc":"2.0","id":1}`, code: CodeInvalidRequest, id: "1"},
 		{line: `{"jsonrpc":"2.0","id":1,"method":"m","timeoutMs":1.5}`, code: CodeInvalidRequest, id: "1"},
+		{line: `{"jsonrpc":"2.0","id":1,"method":"m","deadline":-5}`, code: CodeInvalidRequest, id: "1"},
+		{line: `{"jsonrpc":"2.0","id":1,"method":"m","deadline":"soon"}`, code: CodeInvalidRequest, id: "1"},
 		{line: `{"jsonrpc":"2.0","id":1,"error":"bad"}`, code: CodeInvalidRequest, id: "1"},
 	} {
 		m, bulk, perr, id := parseMessage([]byte(tc.line))
@@ -121,6 +125,7 @@ func FuzzFrameReader(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"m","bulk":99999999999}` + "\nxx",
 		"\n\n{}\n[1]\nnull\n",
 		`{"jsonrpc":"2.0","id":"\u0000","method":"\ud800","params":{"a":[1,2,{"b":null}]},"timeoutMs":0}` + "\n",
+		`{"jsonrpc":"2.0","id":2,"method":"m","timeoutMs":250,"deadline":1796083130215}` + "\n" + `{"jsonrpc":"2.0","id":3,"method":"m","deadline":-1}` + "\n",
 	} {
 		f.Add([]byte(s))
 	}

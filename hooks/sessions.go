@@ -37,16 +37,16 @@ func NewSessions(max int) *Sessions {
 
 // With brings the session file at path up to date and calls fn with it.
 // fn must not keep the *session.File after it returns. A file that was
-// replaced or truncated is read again from the start. A missing file is
-// an error satisfying errors.Is(err, fs.ErrNotExist): pi writes a new
-// session's file only after the first answer.
+// replaced, truncated or rewritten in place is read again from the start.
+// A missing file is an error satisfying errors.Is(err, fs.ErrNotExist): pi
+// writes a new session's file only after the first answer.
 func (s *Sessions) With(path string, fn func(*session.File) error) error {
 	c := s.get(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.f != nil {
 		_, err := c.f.Update()
-		if errors.Is(err, session.ErrReplaced) || errors.Is(err, session.ErrTruncated) {
+		if errors.Is(err, session.ErrReplaced) || errors.Is(err, session.ErrTruncated) || errors.Is(err, session.ErrRewritten) {
 			c.f = nil
 		} else if err != nil {
 			return err

@@ -142,3 +142,73 @@ func describeVia(t *testing.T, h *Host, path string) (Describe, error) {
 	json.Unmarshal(res, &d)
 	return d, err
 }
+
+// TestDescribeRewritten rewrites the session file in place (same inode,
+// as pi does when it migrates an old file) between two describes: the
+// second one reads the new content, not the entries of the first that
+// are gone, and finds the new ones.
+func TestDescribeRewritten(t *testing.T) {
+	data, err := os.ReadFile("../session/testdata/compaction.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := startHost(t, Config{})
+	ctx := context.Background()
+	c, err := Dial(ctx, h.Path(), Hello{Client: "test", SessionFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	describe := func() Describe {
+		t.Helper()
+		res, _, err := c.Call(ctx, "session.describe", DescribeParams{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d Describe
+		json.Unmarshal(res, &d)
+		return d
+	}
+	before := describe()
+	// The same file with its first message entry gone and the rest kept:
+	// longer than nothing, shorter than before, then a copy of the
+	// remaining entries appended under new ids, so it grows past it.
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var out bytes.Buffer
+	out.Write(lines[0])
+	for _, l := range lines[2:] {
+		out.Write(l)
+	}
+	for i, l := range lines[2:] {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var e map[string]any
+		if json.Unmarshal(l, &e) != nil {
+			continue
+		}
+		e["id"] = "copy" + strconv.Itoa(i)
+		delete(e, "parentId")
+		b, _ := json.Marshal(e)
+		out.Write(append(b, '\n'))
+	}
+	fd, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd.Write(out.Bytes())
+	fd.Close()
+	got := describe()
+	sf, err := session.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Entries != len(sf.Entries) || got.LeafID != sf.Leaf().ID || got.Bytes != int64(out.Len()) {
+		t.Errorf("describe after the rewrite = %d entries, leaf %q, %d bytes; want %d, %q, %d (before: %d entries, leaf %q)",
+			got.Entries, got.LeafID, got.Bytes, len(sf.Entries), sf.Leaf().ID, out.Len(), before.Entries, before.LeafID)
+	}
+}

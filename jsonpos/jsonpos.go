@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // Pos is a place in a text: 1-based line and column (in characters, a
@@ -38,7 +40,10 @@ func Message(path string, p Pos, field, what string) string {
 		fmt.Fprintf(&b, "line %d, column %d: ", p.Line, p.Column)
 	}
 	if field != "" {
-		fmt.Fprintf(&b, "field %q: ", field)
+		// A field is a key from the file: quoted (control characters
+		// written out) and cut as an echo is (clip.To), so a 10,000-character
+		// key makes no 10,000-character line.
+		fmt.Fprintf(&b, "field %q: ", clip.To(field, clip.EchoChars))
 	}
 	b.WriteString(what)
 	return b.String()

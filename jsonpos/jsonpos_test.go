@@ -112,3 +112,58 @@ func TestRepeated(t *testing.T) {
 		t.Errorf("Repeated = %+v", r)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	schema := Object(map[string]*Schema{
+		"enabled": nil,
+		"main":    Leaves("soft", "handoff", "hard", "minProgress"),
+		"models":  {Any: Object(map[string]*Schema{"main": Leaves("soft", "hard")})},
+		"names":   {Any: &Schema{}},
+		"free":    nil,
+	})
+	data := "{\n" +
+		`  "enabeld": false,` + "\n" +
+		`  "main": {"sfot": 1, "hard": 2, "hard": 3},` + "\n" +
+		`  "models": {"p/m.1": {"main": {"sotf": 1}, "mian": {}}},` + "\n" +
+		`  "names": {"anything": {"goes": 1}},` + "\n" +
+		`  "free": {"x": [{"y": 1, "y": 2}]},` + "\n" +
+		`  "zzzzzz": 1, "enabled": true, "enabled": false` + "\n}"
+	type row struct {
+		Kind, Path, Pos, First, Nearest string
+	}
+	var got []row
+	for _, f := range Check([]byte(data), schema) {
+		got = append(got, row{f.Kind, f.Path, f.Pos.String(), f.First.String(), f.Nearest})
+	}
+	want := []row{
+		{UnknownKey, "enabeld", "2:3", "", "enabled"},
+		{UnknownKey, "main.sfot", "3:12", "", "soft"},
+		{RepeatedKey, "main.hard", "3:34", "3:23", ""},
+		{UnknownKey, "models.p/m.1.main.sotf", "4:33", "", "soft"},
+		{UnknownKey, "models.p/m.1.mian", "4:45", "", "main"},
+		{RepeatedKey, "free.x.y", "6:27", "6:19", ""},
+		{UnknownKey, "zzzzzz", "7:3", "", ""},
+		{RepeatedKey, "enabled", "7:33", "7:16", ""},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Check mismatch (-want +got):\n%s", d)
+	}
+	for _, in := range []string{`[{"a":1,"a":2}]`, `"x"`, `{`, ``} {
+		if f := Check([]byte(in), schema); f != nil {
+			t.Errorf("Check(%q) = %v, want nothing", in, f)
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	known := []string{"enabled", "provider", "model", "reasoning", "soft", "hard", "tailMaxChars"}
+	for key, want := range map[string]string{
+		"enabeld": "enabled", "Enabled": "enabled", "enable": "enabled", "enabledd": "enabled", "disabled": "",
+		"sfot": "soft", "hrad": "hard", "modle": "model", "reasonning": "reasoning", "tailmaxchar": "tailMaxChars",
+		"x": "", "colour": "", "providers": "provider", "": "",
+	} {
+		if got := Nearest(key, known); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

@@ -142,28 +142,36 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 		w.addAt(off, true, "invalid JSON (%s); using the defaults", clip.Echo(err.Error()))
 		return DefaultConfig(), w.list()
 	}
-	seen := map[string]int{}
+	// Unknown settings (with the nearest known one) and keys set twice, at
+	// any depth, from jsonpos.Check, each said where its key is, in file
+	// order with the other warnings.
+	findings := jsonpos.Check(body, configSchema)
 	listed := false // the names of the settings were given once
-	for _, m := range members {
-		key, v, keyOff, valOff := m.Key, m.Value, m.KeyOffset, m.Offset
-		keyLine := w.line(keyOff)
-		shown := clip.Echo(key)
-		if first, ok := seen[key]; ok {
-			w.add(keyOff, "%s: set again (first on line %d); the last value counts", shown, first)
+	say := func(until int64) {
+		for len(findings) > 0 && findings[0].Offset <= until {
+			f := findings[0]
+			findings = findings[1:]
+			shown := clip.Echo(f.Path)
+			switch {
+			case f.Kind == jsonpos.RepeatedKey:
+				w.add(f.Offset, "%s: set again (first on line %d); the last value counts", shown, f.First.Line)
+			case legacyOptions[f.Path]:
+				w.add(f.Offset, "%s: a setting of earlier versions, ignored", shown)
+			case f.Nearest != "":
+				w.add(f.Offset, "%s: unknown setting, ignored (did you mean %q?)", shown, f.Nearest)
+			case !listed:
+				w.add(f.Offset, "%s: unknown setting, ignored (the settings are %s)", shown, optionNames())
+				listed = true
+			default:
+				w.add(f.Offset, "%s: unknown setting, ignored", shown)
+			}
 		}
-		seen[key] = keyLine
+	}
+	for _, m := range members {
+		key, v, valOff := m.Key, m.Value, m.Offset
+		say(m.KeyOffset)
 		opt := configOption(key)
 		if opt == nil {
-			if legacyOptions[key] {
-				w.add(keyOff, "%s: a setting of earlier versions, ignored", shown)
-			} else {
-				if !listed {
-					w.add(keyOff, "%s: unknown setting, ignored (the settings are %s)", shown, optionNames())
-					listed = true
-				} else {
-					w.add(keyOff, "%s: unknown setting, ignored", shown)
-				}
-			}
 			continue
 		}
 		val := clip.Echo(string(v))
@@ -191,8 +199,19 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			setInt(&c, key, int64(f))
 		}
 	}
+	say(int64(len(body)))
 	return c, w.list()
 }
+
+// configSchema is the settings of .pi/context-engineer.json for
+// jsonpos.Check; legacy settings are unknown to it and said as such.
+var configSchema = func() *jsonpos.Schema {
+	names := make([]string, len(ConfigOptions))
+	for i, o := range ConfigOptions {
+		names[i] = o.Name
+	}
+	return jsonpos.Leaves(names...)
+}()
 
 // configWarnings collects warnings that start with the file's name and a
 // position, at most maxConfigWarnings of them.

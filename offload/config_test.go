@@ -41,6 +41,10 @@ func TestParseConfig(t *testing.T) {
 		{"blank", "  \n", def, []string{name + ":1: the file is empty; using the defaults"}},
 		{"store cap above 500 MB", `{"storeMaxBytes":600000000,"offloadPreviewBytes":512}`, with(func(c *Config) { c.OffloadPreviewBytes = 512 }),
 			[]string{name + ":1: storeMaxBytes: 600000000 is outside 1000000-500000000 (whole bytes); using the default 500000000"}},
+		{"a typo says what it meant", "{\"enabeld\": false,\n \"readOffloadTreshold\": 1, \"storeDir\": \"x\"}", def, []string{
+			name + `:1: enabeld: unknown setting, ignored (did you mean "enabled"?)`,
+			name + `:2: readOffloadTreshold: unknown setting, ignored (did you mean "readOffloadThreshold"?)`,
+			name + ":2: storeDir: a setting of earlier versions, ignored"}},
 		{"BOM", "\ufeff{\"enabled\": false}", with(func(c *Config) { c.Enabled = false }),
 			[]string{name + ":1:1: the file starts with a UTF-8 byte order mark; read without it"}},
 	}

@@ -55,6 +55,9 @@ type Engine struct {
 	mu        sync.Mutex
 	sessions  map[string]*sessionState
 	storeDown bool // the last store failed: the outage is logged
+	// dirWarning is said once to each session that stores: the store's
+	// directory is a symbolic link (owndir).
+	dirWarning string
 }
 
 type sessionState struct {
@@ -68,6 +71,7 @@ type sessionState struct {
 	// storeDown: the session was told that storing fails, and is not told
 	// again until storing has worked once.
 	storeDown bool
+	dirWarned bool // the session was told dirWarning
 }
 
 // New returns the engine of a workspace. Nothing is created on disk until a
@@ -138,6 +142,12 @@ func (e *Engine) openStore() (*Store, error) {
 		return nil, err
 	}
 	e.store = s
+	if w := s.Warning(); w != "" {
+		e.log.Warn("offload store directory", "warning", w)
+		e.mu.Lock()
+		e.dirWarning = "pi-session offload: " + w + "."
+		e.mu.Unlock()
+	}
 	return s, nil
 }
 
@@ -305,6 +315,12 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 
 	rep, ev := e.decide(req, cfg, texts, textBytes, exposed)
 	if rep.Action == "replace" && rep.Handle != "" {
+		if gaveUp(ctx) {
+			// pi has gone on with the result as it was (this host was
+			// stopped, or slow): no handle reaches the model, so the
+			// entry stays pending, its writer's, and is never confirmed.
+			return Replacement{}, context.DeadlineExceeded
+		}
 		// The handle goes to the model: the entry is no longer its
 		// writer's to discard. If that cannot be recorded, the result
 		// stays as it was (a handle must not outlive this process alone).
@@ -316,6 +332,7 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 		rep.Notice = e.outage(req.SessionID, rep.storeErr)
 	} else if rep.Action == "replace" {
 		e.stored(req.SessionID)
+		rep.Notice = e.dirNotice(req.SessionID)
 	}
 	e.mu.Lock()
 	derived := st.programRead
@@ -362,6 +379,17 @@ func (e *Engine) ToolResult(ctx context.Context, req ToolResultRequest) (Replace
 	return rep, nil
 }
 
+// gaveUp reports whether the caller stopped waiting: its context ended, or
+// its deadline passed (a host continued after SIGSTOP sees the time before
+// its timers have fired).
+func gaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // confirm makes a stored entry the model's: see Store.Confirm.
 func (e *Engine) confirm(handle string) error {
 	s, err := e.openStore()
@@ -395,7 +423,20 @@ func (e *Engine) outage(session string, err error) string {
 	}
 	st.storeDown = true
 	return fmt.Sprintf("pi-session offload: large tool results stay in the context: the store %s cannot be written (%s). Storing resumes by itself once it works again.",
-		e.storeDir, clip.Echo(strings.TrimPrefix(err.Error(), "offload: ")))
+		e.storeDir, clip.Visible(clip.To(strings.TrimPrefix(err.Error(), "offload: "), 800)))
+}
+
+// dirNotice is the store directory's warning for a session's first
+// stored result ("" once said, or when there is none).
+func (e *Engine) dirNotice(session string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.session(session)
+	if e.dirWarning == "" || st.dirWarned {
+		return ""
+	}
+	st.dirWarned = true
+	return e.dirWarning
 }
 
 // stored ends the session's outage, and the engine's.

@@ -516,3 +516,49 @@ func TestStatusSkipsCutShortTelemetry(t *testing.T) {
 		t.Errorf("status text lacks %q:\n%s", want, st.Text)
 	}
 }
+
+// stoppedCtx is the context of a request on a host that was stopped past
+// the request's deadline and has just been continued: the deadline has
+// passed, but its timer has not fired yet.
+type stoppedCtx struct{ context.Context }
+
+func (stoppedCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Second), true }
+
+// TestToolResultCallerGone: a result stored for a caller that has gone on
+// without the answer is never confirmed, so no handle is made that the
+// model never saw; a caller still waiting gets its handle.
+func TestToolResultCallerGone(t *testing.T) {
+	e, ws := newTestEngine(t, "")
+	log := buildLog(3000)
+	if _, err := e.ToolResult(stoppedCtx{context.Background()}, tr("bash", text(log))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ToolResult for a caller past its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	confirmed := func() []string {
+		s, err := OpenStore(filepath.Join(ws, ".pi", "context-store"), time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ents, err := s.Entries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, en := range ents {
+			if !en.Pending {
+				out = append(out, en.Handle)
+			}
+		}
+		return out
+	}
+	if got := confirmed(); len(got) != 0 {
+		t.Errorf("confirmed handles after a caller gave up: %v, want none", got)
+	}
+	rep, err := e.ToolResult(context.Background(), tr("bash", text(log)))
+	if err != nil || rep.Action != "replace" {
+		t.Fatalf("ToolResult = %+v, %v", rep, err)
+	}
+	if d := cmp.Diff([]string{rep.Handle}, confirmed()); d != "" {
+		t.Errorf("confirmed handles (-want +got):\n%s", d)
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos/jsonpostest"
 )
 
 // FuzzReadQuery runs line queries with every option over arbitrary text and
@@ -148,6 +151,58 @@ func FuzzParseConfig(f *testing.F) {
 			if v := int64(m[o.Name].(float64)); v < o.Min || v > o.Max {
 				t.Fatalf("%s = %d, outside %d-%d", o.Name, v, o.Min, o.Max)
 			}
+		}
+	})
+}
+
+// FuzzConfigKeys: every unknown setting (and legacy one), and every key
+// set twice in one object at any depth, is reported at its line, and no
+// other key is called unknown; the keys come from jsonpostest's scanner.
+// Inputs with more warnings than are listed are left out.
+func FuzzConfigKeys(f *testing.F) {
+	for _, s := range []string{`{"enabeld": false}`, `{"enabled": true, "enabled": false, "storeDir": 1}`, "\ufeff{\"x\": {\"y\": 1, \"y\": 2}}",
+		`{"": 1, "": 2}`, "{\n\"notifyOnStart\": [{\"a\": 1}, {\"a\": 2, \"a\": 3}]}"} {
+		f.Add([]byte(s))
+	}
+	const name = "ws/.pi/context-engineer.json"
+	unknownRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+: .*: unknown setting, ignored(?: \((?:did you mean "[^"]*"\?|the settings are [^()]*)\))?$`)
+	repeatedRE := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `:\d+: .*: set again \(first on line \d+\); the last value counts$`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		keys, ok := jsonpostest.Keys(data)
+		if !ok {
+			return
+		}
+		_, warnings := ParseConfig(name, data)
+		if len(warnings) > maxConfigWarnings {
+			return
+		}
+		unknown, repeated := jsonpostest.Expected(keys, func(k jsonpostest.Key) (bool, bool) {
+			return len(k.Parent) == 0, configOption(k.Key) != nil || legacyOptions[k.Key]
+		})
+		var legacy []jsonpostest.Key
+		for _, k := range keys {
+			if len(k.Parent) == 0 && legacyOptions[k.Key] {
+				legacy = append(legacy, k)
+			}
+		}
+		at := func(what string) func(jsonpostest.Key) []string {
+			return func(k jsonpostest.Key) []string {
+				return []string{fmt.Sprintf("%s:%d: %s: %s", name, k.Line, clip.Echo(k.Path()), what)}
+			}
+		}
+		for _, c := range []struct {
+			keys []jsonpostest.Key
+			what string
+		}{{unknown, "unknown setting, ignored"}, {repeated, "set again"}, {legacy, "a setting of earlier versions, ignored"}} {
+			if miss := jsonpostest.Missing(warnings, c.keys, at(c.what)); miss != nil {
+				t.Fatalf("ParseConfig(%q): not reported as %q: %+v\nwarnings: %q", data, c.what, miss, warnings)
+			}
+		}
+		if n := jsonpostest.Count(warnings, unknownRE); n != len(unknown) {
+			t.Fatalf("ParseConfig(%q): %d unknown-setting warnings, want %d: %q", data, n, len(unknown), warnings)
+		}
+		if n := jsonpostest.Count(warnings, repeatedRE); n != len(repeated) {
+			t.Fatalf("ParseConfig(%q): %d set-again warnings, want %d: %q", data, n, len(repeated), warnings)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/owndir"
 )
 
 // The store's layout under <workspace>/.pi/context-store:
@@ -133,16 +134,27 @@ type Store struct {
 	lastScan time.Time
 	writer   string   // this Store's name in live/ and in temporary blobs
 	live     *os.File // live/<writer>, flock'd while the Store is open
+	warning  string   // about the directory, from OpenStore
 }
+
+// Warning is what OpenStore found to say about the store's directory (a
+// symbolic link: where it leads), the first time this process opened it;
+// "" otherwise.
+func (s *Store) Warning() string { return s.warning }
 
 // OpenStore opens (creating when needed, mode 0700) the store in dir. It
 // reads the index and removes what writers that died left behind (see
 // Sweep); it stores nothing.
 func OpenStore(dir string, now func() time.Time) (*Store, error) {
 	s := &Store{dir: dir, blobs: filepath.Join(dir, "blobs"), index: filepath.Join(dir, "index.jsonl"), now: now}
-	if err := os.MkdirAll(s.blobs, 0o700); err != nil {
+	// <dir> and <dir>/blobs: refused when someone else could write there
+	// (payloads are read back into the model's context); a link is used
+	// and said once (Warning).
+	w, err := owndir.Make(s.blobs, 2)
+	if err != nil {
 		return nil, fmt.Errorf("offload: store: %w", err)
 	}
+	s.warning = w
 	for _, d := range []string{dir, s.blobs} {
 		if err := os.Chmod(d, 0o700); err != nil {
 			return nil, fmt.Errorf("offload: store: %w", err)
@@ -200,7 +212,7 @@ func (s *Store) ensureWriter() (string, error) {
 		return "", err
 	}
 	defer s.unlock()
-	if err := os.MkdirAll(s.liveDir(), 0o700); err != nil {
+	if _, err := owndir.Make(s.liveDir(), 1); err != nil {
 		return "", fmt.Errorf("offload: store: %w", err)
 	}
 	for {

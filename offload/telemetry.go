@@ -87,9 +87,6 @@ func newTelemetry(dir string, now func() time.Time) (*telemetry, error) {
 func (t *telemetry) record(ev Event) error {
 	ev.V = 1
 	ev.Time = t.now().UTC().Format(time.RFC3339Nano)
-	if err := os.MkdirAll(t.dir, 0o700); err != nil {
-		return fmt.Errorf("offload: telemetry: %w", err)
-	}
 	if err := t.log.AppendJSON(ev); err != nil {
 		return fmt.Errorf("offload: telemetry: %w", err)
 	}

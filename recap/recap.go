@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -84,7 +85,7 @@ func Fallback(t Transcript) Recap {
 		}
 		parts = append(parts, fmt.Sprintf("%d %s (%s%s).", t.ToolCalls, calls, strings.Join(quoteAll(names), ", "), more))
 	}
-	if final := strings.TrimSpace(t.FinalText); final != "" {
+	if final := clip.Visible(strings.TrimSpace(t.FinalText)); final != "" {
 		if r, _ := Redact(final); len(r) <= FallbackTextCap {
 			final = r
 		} else {
@@ -102,7 +103,7 @@ func Fallback(t Transcript) Recap {
 func quoteAll(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = "`" + strings.ReplaceAll(n, "`", "'") + "`"
+		out[i] = "`" + strings.ReplaceAll(clip.Visible(n), "`", "'") + "`"
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -167,7 +168,9 @@ func (s *serializer) render(p part) string {
 			b.WriteString(s.finish(g.lit, g.total, g.cap, g.what))
 		}
 	}
-	return strings.TrimRight(b.String(), " \t\r\n")
+	// The request is a document the model reads and `engine recap` prints:
+	// written out visibly (clip.Visible) before any cut measures it.
+	return clip.Visible(strings.TrimRight(b.String(), " \t\r\n"))
 }
 
 // contextEdits maps each entry id to the latest context_edit naming it.

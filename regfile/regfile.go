@@ -66,6 +66,16 @@ func Open(path string) (*os.File, error) {
 	return open(path, 0)
 }
 
+// OpenNoFollow is Open for a file in a directory of pi-session's own: a
+// symbolic link in its place is refused, never followed.
+func OpenNoFollow(path string) (*os.File, error) {
+	f, err := open(path, syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("a symbolic link, not followed: %w", ErrNotRegular)}
+	}
+	return f, err
+}
+
 func open(path string, flags int) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {

@@ -25,6 +25,9 @@ import (
 // timed in process on an index already built.
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("RELAY_RACE_CHILD"); dir != "" {
+		os.Exit(raceChild(dir, os.Getenv("RELAY_RACE_FILE")))
+	}
 	if op := os.Getenv("RELAY_BENCH_CHILD"); op != "" {
 		os.Exit(benchChild(op, os.Getenv("RELAY_BENCH_FILE")))
 	}

@@ -2,10 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/jsonpos"
@@ -67,27 +69,59 @@ func DefaultConfig() Config {
 	}
 }
 
+// configSchema is every key of context-relay.json, for jsonpos.Check.
+var configSchema = jsonpos.Object(map[string]*jsonpos.Schema{
+	"enabled": nil, "tailMaxChars": nil, "gitTimeoutMs": nil,
+	"limits": jsonpos.Leaves("total", "userMessages", "userMessageEach", "chain", "answer", "subagents", "files", "commands", "task", "git", "extra"),
+	"auto":   jsonpos.Leaves("onInput", "inputMinTokens", "beforeExpiry", "expiryMinTokens", "minGrowthTokens"),
+})
+
 // ParseConfig reads a configuration. A missing key, or one of the wrong
 // type or out of range, keeps its default and adds a warning naming it; a
-// file that is not a JSON object keeps every default. Unknown keys are
-// reported too, so a typo does not pass silently. Warnings are placed as
+// file that is not a JSON object keeps every default. Unknown keys, at any
+// depth, are reported with the known key nearest to them, and so are keys
+// given twice and a byte order mark (the file is read without it), so a
+// typo does not pass silently. Warnings are in file order, placed as
 // "name:line:column: field "limits.total": ..." (jsonpos.Message; "line
 // L, column C" without a name).
 func ParseConfig(name string, data []byte) (Config, []string) {
 	c := DefaultConfig()
-	var warn []string
+	type warning struct {
+		off int64
+		msg string
+	}
+	var warn []warning
+	data, bom := jsonpos.TrimBOM(data)
+	if bom {
+		warn = append(warn, warning{-1, jsonpos.Message(name, jsonpos.Pos{Line: 1, Column: 1}, "", jsonpos.BOMWarning)})
+	}
 	say := func(off int64, field, format string, a ...any) {
-		warn = append(warn, jsonpos.Message(name, jsonpos.At(data, off), field, fmt.Sprintf(format, a...)))
+		warn = append(warn, warning{off, jsonpos.Message(name, jsonpos.At(data, off), field, fmt.Sprintf(format, a...))})
+	}
+	list := func() []string {
+		slices.SortStableFunc(warn, func(a, b warning) int { return cmp.Compare(a.off, b.off) })
+		var out []string
+		for _, w := range warn {
+			out = append(out, w.msg)
+		}
+		return out
 	}
 	top, ok := jsonpos.Members(data)
 	if !ok {
 		if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 			pos, what := jsonpos.SyntaxError(data, err)
-			return c, []string{jsonpos.Message(name, pos, "", what+": every key has its default")}
+			warn = append(warn, warning{int64(len(data)), jsonpos.Message(name, pos, "", what+": every key has its default")})
+			return c, list()
 		}
 		start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
 		say(start, "", "the file holds %s, not an object: every key has its default", jsonpos.Kind(data))
-		return c, warn
+		return c, list()
+	}
+	// Unknown keys and keys given twice, at any depth: the last of a
+	// repeated key is used, as JSON readers do, but an edit may have gone
+	// to the other.
+	for _, f := range jsonpos.Check(data, configSchema) {
+		warn = append(warn, warning{f.Offset, f.Message(name)})
 	}
 	boolKey := func(m jsonpos.Member, field string, dst *bool) {
 		if err := json.Unmarshal(m.Value, dst); err != nil || string(m.Value) == "null" {
@@ -115,19 +149,6 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 		}
 		return sub, true
 	}
-	unknown := func(m jsonpos.Member, prefix string) {
-		say(m.KeyOffset, clip.Echo(prefix+m.Key), "unknown key, ignored")
-	}
-	// twice warns of a key given more than once in one object: the last
-	// one is used, as JSON readers do, but an edit may have gone to the
-	// other.
-	twice := func(members []jsonpos.Member, prefix string) {
-		for _, r := range jsonpos.Repeated(members) {
-			p := jsonpos.At(data, r.FirstKeyOffset)
-			say(r.KeyOffset, clip.Echo(prefix+r.Key), "given twice (first at line %d, column %d): the last one is used", p.Line, p.Column)
-		}
-	}
-	twice(top, "")
 	const big = 1 << 30
 	for _, m := range top {
 		switch m.Key {
@@ -142,7 +163,6 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			if !ok {
 				continue
 			}
-			twice(sub, "limits.")
 			l := &c.Limits
 			keys := map[string]struct {
 				dst    *int
@@ -156,8 +176,6 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			for _, sm := range sub {
 				if k, ok := keys[sm.Key]; ok {
 					intKey(sm, "limits."+sm.Key, k.dst, k.lo, k.hi)
-				} else {
-					unknown(sm, "limits.")
 				}
 			}
 		case "auto":
@@ -165,7 +183,6 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 			if !ok {
 				continue
 			}
-			twice(sub, "auto.")
 			a := &c.Auto
 			for _, sm := range sub {
 				switch f := "auto." + sm.Key; sm.Key {
@@ -179,15 +196,11 @@ func ParseConfig(name string, data []byte) (Config, []string) {
 					intKey(sm, f, &a.ExpiryMinTokens, 0, big)
 				case "minGrowthTokens":
 					intKey(sm, f, &a.MinGrowthTokens, 0, big)
-				default:
-					unknown(sm, "auto.")
 				}
 			}
-		default:
-			unknown(m, "")
 		}
 	}
-	return c, warn
+	return c, list()
 }
 
 // maxConfigBytes bounds the configuration file: far above any real one.

@@ -45,9 +45,13 @@ func TestParseConfig(t *testing.T) {
 			`c.json:1:12: field "limits": is a number, want an object: its defaults used`,
 			`c.json:1:23: field "auto": is an array, want an object: its defaults used`,
 		}},
-		{"unknown keys", "{\"enabeld\": true,\n \"limits\": {\"totl\": 1}}", DefaultConfig(), []string{
-			`c.json:1:2: field "enabeld": unknown key, ignored`,
-			`c.json:2:13: field "limits.totl": unknown key, ignored`,
+		{"unknown keys", "{\"enabeld\": false,\n \"limits\": {\"totl\": 1}, \"auto\": {\"x\": 1}}", DefaultConfig(), []string{
+			`c.json:1:2: field "enabeld": unknown key, ignored (did you mean "enabled"?)`,
+			`c.json:2:13: field "limits.totl": unknown key, ignored (did you mean "total"?)`,
+			`c.json:2:34: field "auto.x": unknown key, ignored (the keys here are "beforeExpiry", "expiryMinTokens", "inputMinTokens", "minGrowthTokens", "onInput")`,
+		}},
+		{"a byte order mark", "\xef\xbb\xbf{\"enabled\": false}", func() Config { c := DefaultConfig(); c.Enabled = false; return c }(), []string{
+			`c.json:1:1: the file starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow: read without it`,
 		}},
 		{"a key twice", "{\"enabled\": false,\n \"enabled\": true, \"limits\": {\"total\": 600, \"total\": 700}}",
 			func() Config { c := DefaultConfig(); c.Limits.Total = 700; return c }(), []string{

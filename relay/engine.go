@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,11 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/gcpace"
+	"github.com/pi-session/pi-session/hostproc"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/session"
@@ -99,6 +103,17 @@ func (e *Engine) Dir(sessionID string) string {
 	return filepath.Join(e.opt.AgentDir, "context-relay", sessionID)
 }
 
+// CheckDir checks the directories a session's notes go to, as writing
+// and reading them will (owndir.Check): a warning to give once, or why
+// notes can be neither written nor read there.
+func (e *Engine) CheckDir(sessionID string) (string, error) {
+	dir, levels := e.Dir(sessionID), 2
+	if !safeID().MatchString(sessionID) {
+		dir, levels = filepath.Dir(dir), 1
+	}
+	return owndir.Check(dir, levels)
+}
+
 // ConfigPath is <agentDir>/context-relay.json.
 func ConfigPath(agentDir string) string { return filepath.Join(agentDir, "context-relay.json") }
 
@@ -147,6 +162,24 @@ type Prepared struct {
 // path: facts are gathered from the file, git is asked (outside the file's
 // lock), and the note is laid out for note number n stored at notePath.
 func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFirstKept string, tokensBefore int, cfg Config, n int, notePath string) (Prepared, error) {
+	d, err := draft(ctx, read, git, path, leafID, piFirstKept, tokensBefore, cfg)
+	if err != nil {
+		return Prepared{}, err
+	}
+	return d.layout(n, notePath), nil
+}
+
+// noteDraft is what a note is laid out from, before its number is known.
+type noteDraft struct {
+	facts        Facts
+	logs         []GitLog
+	kept         string
+	tokensBefore int
+	limits       Limits
+}
+
+// draft gathers the facts of a note and asks git.
+func draft(ctx context.Context, read Reader, git GitRunner, path, leafID, piFirstKept string, tokensBefore int, cfg Config) (noteDraft, error) {
 	var facts Facts
 	var kept string
 	err := read(path, func(f *session.File) error {
@@ -176,11 +209,16 @@ func Compose(ctx context.Context, read Reader, git GitRunner, path, leafID, piFi
 		return nil
 	})
 	if err != nil {
-		return Prepared{}, err
+		return noteDraft{}, err
 	}
-	logs := gitLogs(ctx, git, facts, cfg)
-	text := Layout(facts, logs, nil, NoteMeta{N: n, Path: notePath, TokensBefore: tokensBefore, KeptFrom: kept}, cfg.Limits)
-	return Prepared{Text: text, KeptFrom: kept, N: n, Path: notePath, TokensBefore: tokensBefore}, nil
+	return noteDraft{facts: facts, logs: gitLogs(ctx, git, facts, cfg), kept: kept, tokensBefore: tokensBefore, limits: cfg.Limits}, nil
+}
+
+// layout is the note as note number n stored at notePath (the note names
+// both).
+func (d noteDraft) layout(n int, notePath string) Prepared {
+	text := Layout(d.facts, d.logs, nil, NoteMeta{N: n, Path: notePath, TokensBefore: d.tokensBefore, KeptFrom: d.kept}, d.limits)
+	return Prepared{Text: text, KeptFrom: d.kept, N: n, Path: notePath, TokensBefore: d.tokensBefore}
 }
 
 // branchBytes is the size of the branch's lines.
@@ -223,7 +261,7 @@ func RunGit(ctx context.Context, dir, since string) ([]string, error) {
 	}
 	cmd := exec.CommandContext(ctx, "git", "-C", dir, "log", "--since="+since, "--format=%h %s", "-n", "50", "--no-color")
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
+	out, err := hostproc.Output(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("relay: git log in %s: %w", dir, err)
 	}
@@ -239,7 +277,9 @@ func RunGit(ctx context.Context, dir, since string) ([]string, error) {
 // Note lays out the note of a relay and stores it. The note is stored only
 // while the request's context is live and its token was not discarded, and
 // removed if either ends before Note returns: an aborted relay leaves no
-// note file.
+// note file. Its number is taken exclusively: another engine host (a
+// second pi on the same session) relaying at the same moment gets the next
+// one, so every compaction points at its own note.
 func (e *Engine) Note(ctx context.Context, read Reader, cfg Config, req NoteRequest) (NoteResult, error) {
 	if !safeID().MatchString(req.SessionID) {
 		return NoteResult{}, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(req.SessionID))
@@ -250,28 +290,50 @@ func (e *Engine) Note(ctx context.Context, read Reader, cfg Config, req NoteRequ
 	lock := e.sessionLock(req.SessionID)
 	lock.Lock()
 	defer lock.Unlock()
-	dir := e.Dir(req.SessionID)
-	n := NextNote(dir)
-	path := filepath.Join(dir, strconv.Itoa(n)+".md")
-	p, err := Compose(ctx, read, e.opt.Git, req.SessionFile, req.LeafID, req.FirstKeptEntryID, req.TokensBefore, cfg, n, path)
+	d, err := draft(ctx, read, e.opt.Git, req.SessionFile, req.LeafID, req.FirstKeptEntryID, req.TokensBefore, cfg)
 	if err != nil {
 		return NoteResult{}, err
 	}
-	if err := e.store(ctx, req.Token, path, []byte(p.Text)); err != nil {
-		return NoteResult{}, err
+	dir := e.Dir(req.SessionID)
+	var p Prepared
+	for try := 0; ; try++ {
+		n, err := takeNumber(dir)
+		if err != nil {
+			return NoteResult{}, err
+		}
+		p = d.layout(n, filepath.Join(dir, strconv.Itoa(n)+".md"))
+		err = e.store(ctx, req.Token, p.Path, []byte(p.Text))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return NoteResult{}, err
+		}
+		// Another host took n since takeNumber looked (its counter could
+		// not be locked, or an older pi-session): lay the note out again
+		// under the next number.
+		if try == maxNoteTries-1 {
+			return NoteResult{}, fmt.Errorf("relay: no note number free after %d tries in %s: other relays of this session keep taking them; try /relay again", maxNoteTries, dir)
+		}
 	}
 	return NoteResult{
 		Summary:          p.Text,
 		FirstKeptEntryID: p.KeptFrom,
 		TokensBefore:     p.TokensBefore,
-		Details:          NoteDetails{Relay: true, Version: Version, NotePath: path},
-		N:                n,
+		Details:          NoteDetails{Relay: true, Version: Version, NotePath: p.Path},
+		N:                p.N,
 		NoteChars:        runes(p.Text),
 	}, nil
 }
 
-// store writes a note under its token. Writing and Discard exclude each
-// other, so whichever comes second sees the other's effect.
+// maxNoteTries bounds how often a relay lays its note out again because
+// another host took the number it chose.
+const maxNoteTries = 64
+
+// store writes a note under its token, creating the file exclusively (an
+// error satisfying errors.Is(err, fs.ErrExist) when the number is taken).
+// Writing and Discard exclude each other, so whichever comes second sees
+// the other's effect.
 func (e *Engine) store(ctx context.Context, token, path string, data []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -283,10 +345,12 @@ func (e *Engine) store(ctx context.Context, token, path string, data []byte) err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("relay: the relay was cancelled: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("relay: %w", err)
+	// <agentDir>/context-relay/<sessionId>: refused when someone else
+	// could write there (the note is read back, by recall and the model).
+	if _, err := owndir.Make(filepath.Dir(path), 2); err != nil {
+		return fmt.Errorf("relay: notes: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+	if err := atomicfile.Create(path, data, 0o600); err != nil {
 		return fmt.Errorf("relay: store note: %w", err)
 	}
 	e.pending[token] = &pendingNote{path: path, at: time.Now()}
@@ -362,8 +426,12 @@ func (e *Engine) ReadNoteFile(sessionID string, n int) ([]byte, error) {
 	if !safeID().MatchString(sessionID) {
 		return nil, fmt.Errorf("relay: session id %q cannot name a directory", clip.Echo(sessionID))
 	}
-	// The note directory is the relay's own: a link there is not followed,
-	// and a FIFO or a device is refused rather than read.
+	// The note directory is the relay's own: a note in a directory someone
+	// else could write to is not read, a link there is not followed, and
+	// a FIFO or a device is refused rather than read.
+	if _, err := owndir.Check(e.Dir(sessionID), 2); err != nil {
+		return nil, fmt.Errorf("relay: notes: %w", err)
+	}
 	data, err := regfile.ReadNoFollow(filepath.Join(e.Dir(sessionID), strconv.Itoa(n)+".md"), maxNoteBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("no note %d (this session's relays wrote %d)", n, NextNote(e.Dir(sessionID))-1)
@@ -404,7 +472,7 @@ func (e *Engine) Log(l LogEntry) (warning string, err error) {
 		return "", err
 	}
 	e.logLost[l.SessionID] = true
-	return fmt.Sprintf("the relay log %s could not be written (%s); relays go on without their log lines, and this is said once", clip.Echo(e.LogPath()), clip.Visible(cause(err).Error())), err
+	return fmt.Sprintf("the relay log %s could not be written (%s); relays go on without their log lines, and this is said once", clip.Echo(e.LogPath()), clip.Visible(cause(err))), err
 }
 
 // appendLog writes one line to the log, opening it first when it is not.
@@ -412,7 +480,7 @@ func (e *Engine) appendLog(l LogEntry) error {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	if e.log == nil {
-		if err := os.MkdirAll(filepath.Dir(e.LogPath()), 0o700); err != nil {
+		if _, err := owndir.Make(filepath.Dir(e.LogPath()), 1); err != nil {
 			return fmt.Errorf("relay: log: %w", err)
 		}
 		lg, err := rotate.New(e.LogPath(), rotate.Policy{MaxBytes: 5 << 20, Keep: 3})
@@ -427,16 +495,14 @@ func (e *Engine) appendLog(l LogEntry) error {
 	return nil
 }
 
-// cause is the innermost error of err's chain: "no space left on device"
-// rather than each layer's path.
-func cause(err error) error {
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		err = u
+// cause is what the user is told of err: the system's own word when it
+// comes from a system call ("no space left on device"), else all of it.
+func cause(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
 	}
+	return err.Error()
 }
 
 // Close stops the warm-ups, waits for them, and releases the log.

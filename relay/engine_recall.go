@@ -82,8 +82,9 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 		}
 		payloads = e.searchPayloads(ctx, req.Cwd, req.SessionID, terms)
 	}
-	var found uint32   // the query terms some source holds
-	continues := false // the session continues another (a fork, a relaunch)
+	var found uint32     // the query terms some source holds
+	continues := false   // the session continues another (a fork, a relaunch)
+	var skipped []string // ancestors that could not be read, and why
 	for i := 0; i < len(paths) && i <= maxLineage; i++ {
 		path := paths[i]
 		current := i == 0
@@ -132,7 +133,18 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 			if !current && errors.Is(err, fs.ErrNotExist) {
 				continue // an ancestor that was deleted
 			}
-			if current && errors.Is(err, fs.ErrNotExist) {
+			if !current {
+				// An ancestor that cannot be read (a FIFO, a directory,
+				// no permission, a loop of parents) is skipped: the rest
+				// of the lineage is still searched, and the answer says so.
+				why := strings.TrimPrefix(err.Error(), "session: ")
+				if !strings.Contains(why, path) {
+					why = path + ": " + why
+				}
+				skipped = append(skipped, clip.Visible(clip.To(why, 600)))
+				continue
+			}
+			if errors.Is(err, fs.ErrNotExist) {
 				return "recall: this session's file is not written yet, so nothing has left the context.", nil
 			}
 			return "", err
@@ -143,15 +155,24 @@ func (e *Engine) recall(ctx context.Context, read Reader, req RecallRequest) (st
 	}
 	if a.EntryID != "" {
 		if answer == "" {
-			answer = ReadEntry(a, nil)
+			answer = ReadEntry(a, nil) + skippedNote(skipped)
 		}
 		return answer, nil
 	}
-	text := render(a, q, items, payloads, found)
+	text := render(a, q, items, payloads, found) + skippedNote(skipped)
 	if continues && !a.Lineage && len(items) < a.Limit {
 		text = clip.To(text+"\n\nThis session continues an earlier one (a fork or a relaunch after /handoff): recall({query, scope: \"lineage\"}) searches that one too.", SearchCap)
 	}
 	return text, nil
+}
+
+// skippedNote says which ancestor sessions were not searched, and why;
+// "" when none was skipped.
+func skippedNote(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	return clip.To("\n\nNot searched (cannot be read): "+strings.Join(skipped, "; ")+".", 2000)
 }
 
 // ContinuesType is the custom entry a relaunched pi's session holds for

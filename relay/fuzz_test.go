@@ -2,11 +2,16 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/jsonpos/jsonpostest"
 )
 
 // FuzzParseQuery: any query parses into at most maxQueryTerms distinct,
@@ -119,6 +124,61 @@ func FuzzIndex(f *testing.F) {
 			if s, ok := want[int(ix.docs[h.id].entry)]; !ok || math.Abs(s-h.score) > 1e-6*math.Max(1, s) {
 				t.Fatalf("query %q: doc %d scores %v, the oracle %v (%v)", q, ix.docs[h.id].entry, h.score, s, ok)
 			}
+		}
+	})
+}
+
+var (
+	unknownRE  = regexp.MustCompile(`^c\.json:\d+:\d+: (?:field "(?:[^"\\]|\\.)*"|key ""): unknown key, ignored \((?:did you mean|the keys here are) `)
+	repeatedRE = regexp.MustCompile(`^c\.json:\d+:\d+: (?:field "(?:[^"\\]|\\.)*"|key ""): given twice \(first at line \d+, column \d+\): the last one is used$`)
+)
+
+// FuzzConfigKeys: every unknown key of context-relay.json, at any depth
+// the file's keys are known, and every key given twice in one object, at
+// any depth, is reported with its line and its dotted name, and nothing
+// else is called unknown. The keys come from jsonpostest's own scanner.
+func FuzzConfigKeys(f *testing.F) {
+	for _, s := range []string{
+		"{\"enabeld\": false}", "{\"limits\": {\"totl\": 1, \"total\": 600, \"total\": 700}}", "{\"auto\": {\"onInput\": false, \"x\": {\"y\": 1, \"y\": 2}}}",
+		"\xef\xbb\xbf{\"enabled\": false, \"enabled\": true}", "{\"a\": [{\"b\": 1, \"b\": 2}], \"limits\": 7}", "{\"enabled\": {\"enabled\": 1}}",
+		"{\n\"limits\": {\n\"chain\": 1,\n\"\\u00e9\": 2}}",
+	} {
+		f.Add(s)
+	}
+	known := map[string][]string{ // by the keys above, each after a NUL
+		"":           {"enabled", "tailMaxChars", "gitTimeoutMs", "limits", "auto"},
+		"\x00limits": {"total", "userMessages", "userMessageEach", "chain", "answer", "subagents", "files", "commands", "task", "git", "extra"},
+		"\x00auto":   {"onInput", "inputMinTokens", "beforeExpiry", "expiryMinTokens", "minGrowthTokens"},
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		keys, ok := jsonpostest.Keys([]byte(s))
+		if !ok {
+			return
+		}
+		_, warn := ParseConfig("c.json", []byte(s))
+		unknown, repeated := jsonpostest.Expected(keys, func(k jsonpostest.Key) (bool, bool) {
+			names, checked := known[jsonpostest.Above(k)]
+			return checked, slices.Contains(names, k.Key)
+		})
+		at := func(what string) func(jsonpostest.Key) []string {
+			return func(k jsonpostest.Key) []string {
+				if k.Path() == "" {
+					return []string{fmt.Sprintf("c.json:%d:", k.Line), `key "": ` + what}
+				}
+				return []string{fmt.Sprintf("c.json:%d:", k.Line), fmt.Sprintf("field %q: %s", clip.Echo(k.Path()), what)}
+			}
+		}
+		if miss := jsonpostest.Missing(warn, unknown, at("unknown key, ignored")); miss != nil {
+			t.Fatalf("ParseConfig(%q): unknown keys not reported: %+v\nwarnings: %q", s, miss, warn)
+		}
+		if miss := jsonpostest.Missing(warn, repeated, at("given twice")); miss != nil {
+			t.Fatalf("ParseConfig(%q): repeated keys not reported: %+v\nwarnings: %q", s, miss, warn)
+		}
+		if n := jsonpostest.Count(warn, unknownRE); n != len(unknown) {
+			t.Fatalf("ParseConfig(%q): %d unknown-key warnings, want %d: %q", s, n, len(unknown), warn)
+		}
+		if n := jsonpostest.Count(warn, repeatedRE); n != len(repeated) {
+			t.Fatalf("ParseConfig(%q): %d repeated-key warnings, want %d: %q", s, n, len(repeated), warn)
 		}
 	})
 }

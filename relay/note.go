@@ -34,7 +34,9 @@ type NoteMeta struct {
 }
 
 // Layout writes the note for the facts of a branch. It is a pure function
-// of its arguments: the same session gives the same note.
+// of its arguments: the same session gives the same note. The note is
+// written out visibly (clip.Visible): no control character or invalid
+// byte of the session, a path or a commit reaches it raw.
 //
 // The user's pins come first, whole, and never give way. Every other
 // section is first written whole. When the note is then over
@@ -123,7 +125,7 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	}
 	b.WriteString("\n")
 	b.WriteString(foot)
-	return b.String()
+	return clip.Visible(b.String())
 }
 
 // unlimited is the budget of a section written whole.
@@ -669,7 +671,10 @@ func extraSection(extra []Section, budget int) string {
 	return b.String()
 }
 
-func runes(s string) int { return utf8.RuneCountInString(s) }
+// runes is the length of s in characters once written out: the note is
+// written out visibly as a whole (clip.Visible, at the end of Layout), so
+// its sections are measured as they will read.
+func runes(s string) int { return clip.VisibleLen(s) }
 
 // cut cuts s to n characters, ending in "…" when cut. It reads only
 // as far as the cut: the sections cut long texts many times over.

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/rules"
 )
 
@@ -69,6 +71,38 @@ func TestLayoutFillsTheBudget(t *testing.T) {
 	}
 	if strings.Count(note, "Requirement number 1:") != 1 {
 		t.Errorf("the task statement is listed %d times, want once", strings.Count(note, "Requirement number 1:"))
+	}
+}
+
+// TestLayoutHostile: paths, commands, commits and extra sections with
+// escape sequences and bytes that are not UTF-8 come out written out, and
+// the note, measured as written, still fits its total.
+func TestLayoutHostile(t *testing.T) {
+	const h = "\x1b]0;PWNED\x07\x1b[2J\u009b31m\xff\r"
+	f := bigFacts()
+	for i := range f.Files {
+		f.Files[i].Path = strings.Replace(f.Files[i].Path, "/file", "/"+h+"file", 1)
+	}
+	for i := range f.Commands {
+		f.Commands[i].Cmd += " " + h
+	}
+	f.Task += h
+	f.Answer += h
+	git := []GitLog{{Dir: "/home/dev/app" + h, Commits: []string{"abc123 fix " + h}}}
+	extra := []Section{{Title: "Extra " + h, Body: "body " + h}}
+	lim := DefaultConfig().Limits
+	for _, total := range []int{40000, 9500, 2500} {
+		lim.Total = total
+		note := Layout(f, git, extra, meta, lim)
+		if n := utf8.RuneCountInString(note); n > total {
+			t.Errorf("total %d: the note has %d characters", total, n)
+		}
+		if !utf8.ValidString(note) || strings.ContainsFunc(note, clip.IsControl) {
+			t.Errorf("total %d: the note holds raw text:\n%q", total, note)
+		}
+		if total == 40000 && !strings.Contains(note, `\x1b]0;PWNED\x07`) {
+			t.Errorf("total %d: the hostile text is not written out:\n%s", total, note)
+		}
 	}
 }
 

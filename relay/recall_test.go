@@ -755,3 +755,121 @@ func TestRecallConcurrent(t *testing.T) {
 		t.Error(m)
 	}
 }
+
+// TestRecallLineageUnreadable: an ancestor that cannot be read (a FIFO, a
+// directory, a file without read permission for this user) is skipped
+// with a note naming it and why; the other ancestors are still searched.
+func TestRecallLineageUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asDir := filepath.Join(dir, "dir.jsonl")
+	if err := os.Mkdir(asDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := newBuilder(t)
+	before.lines[0] = `{"type":"session","version":3,"id":"b0000000-0000-7000-8000-000000000000","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work"}`
+	before.n = 200
+	inBefore := before.tool("bash", "quokka habitat migration failed at shard 17")
+	before.write(filepath.Join(dir, "before.jsonl"))
+	after := newBuilder(t)
+	after.lines[0] = `{"type":"session","version":3,"id":"a0000000-0000-7000-8000-000000000000","timestamp":"2026-11-01T10:00:00.000Z","cwd":"/work","parentSession":"` + fifo + `"}`
+	after.continues(filepath.Join(dir, "before.jsonl"))
+	after.continues(asDir)
+	after.user("go on")
+	path := filepath.Join(dir, "after.jsonl")
+	after.write(path)
+	e := New(Options{AgentDir: t.TempDir()})
+	for _, args := range []map[string]any{
+		{"query": "quokka migration", "scope": "lineage"},
+		{"entryId": "nope", "scope": "lineage"},
+	} {
+		done := make(chan string, 1)
+		go func() { done <- recallText(t, e, path, args) }()
+		var got string
+		select {
+		case got = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("recall %v blocked on a FIFO ancestor", args)
+		}
+		if args["query"] != nil && firstHit(got) != inBefore {
+			t.Errorf("recall %v did not search the readable ancestor:\n%s", args, got)
+		}
+		for _, want := range []string{"Not searched (cannot be read): ", fifo + " is a named pipe", asDir + " is a directory"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("recall %v lacks %q:\n%s", args, want, got)
+			}
+		}
+	}
+	// The found entry needs no note.
+	if got := recallText(t, e, path, map[string]any{"entryId": inBefore, "scope": "lineage"}); strings.Contains(got, "Not searched") {
+		t.Errorf("recall of a found entry has the note:\n%s", got)
+	}
+}
+
+// TestNoteDirTrust: notes are not written into, nor read from, a notes
+// directory someone else could write to (the refusal says why and how to
+// fix it); a notes directory that is a symbolic link to one of yours is
+// used, after CheckDir's warning naming the link.
+func TestNoteDirTrust(t *testing.T) {
+	noGit := func(context.Context, string, string) ([]string, error) { return nil, nil }
+	s := buildRecallSession(t)
+	note := func(e *Engine) (NoteResult, error) {
+		return e.Note(context.Background(), openReader, DefaultConfig(), NoteRequest{SessionID: "s1", SessionFile: s.path, Token: "t"})
+	}
+	for _, c := range []struct {
+		name, rel string
+		mode      os.FileMode
+		want      string
+	}{
+		{"relay directory writable by others", "context-relay", 0o777, "context-relay is writable by others (mode 0777)"},
+		{"session's directory writable by the group", "context-relay/s1", 0o770, "s1 is writable by its group (mode 0770)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agent := t.TempDir()
+			e := New(Options{AgentDir: agent, Git: noGit})
+			if _, err := note(e); err != nil { // note 1, written while the directory was yours
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(agent, c.rel), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := note(e)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "fix: chmod go-w") {
+				t.Errorf("Note = %v, want a refusal saying %q and the fix", err, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(e.Dir("s1"), "2.md")); err == nil {
+				t.Error("note 2 was written")
+			}
+			if got := recallText(t, e, s.path, map[string]any{"entryId": "note:1"}); strings.Contains(got, "# Handoff note 1") || !strings.Contains(got, c.want) {
+				t.Errorf("recall note:1 = %.300s, want the refusal", got)
+			}
+			if _, err := e.CheckDir("s1"); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("CheckDir = %v, want the refusal", err)
+			}
+		})
+	}
+	t.Run("a link to a directory of yours", func(t *testing.T) {
+		agent, elsewhere := t.TempDir(), t.TempDir()
+		if err := os.Symlink(elsewhere, filepath.Join(agent, "context-relay")); err != nil {
+			t.Fatal(err)
+		}
+		e := New(Options{AgentDir: agent, Git: noGit})
+		w, err := e.CheckDir("s1")
+		if err != nil || !strings.Contains(w, "context-relay is a symbolic link to "+elsewhere) {
+			t.Fatalf("CheckDir = %q, %v; want a warning naming the link", w, err)
+		}
+		if w, _ := e.CheckDir("s1"); w != "" {
+			t.Errorf("CheckDir warned twice: %q", w)
+		}
+		r, err := note(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(elsewhere, "s1", "1.md")); err != nil || r.N != 1 {
+			t.Errorf("note 1 not written through the link: %v", err)
+		}
+	})
+}

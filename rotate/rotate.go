@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pi-session/pi-session/owndir"
 )
 
 // Defaults of a Policy's zero fields.
@@ -280,7 +282,10 @@ func (l *Log) current() (int64, error) {
 		}
 		l.closeFile()
 	}
-	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+	// A log directory someone else could write to is refused (they could
+	// put a link where the log goes); owndir's rule, as for every
+	// directory pi-session writes into.
+	if _, err := owndir.Make(l.dir, 1); err != nil {
 		return 0, fmt.Errorf("rotate: %w", err)
 	}
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600) // read: see endsLine

@@ -33,13 +33,15 @@ type File struct {
 	forward map[string]bool // ids named as a parent before they existed
 	dups    bool            // some id is used twice, so Entry.parent may be stale
 	end     *Diagnostic     // the state of the file's end: incomplete last line, empty file
+	printed snapshot        // of what was read, to notice a rewrite in place
+	scratch []byte          // for comparing printed's windows
 }
 
 // Open reads the session file at path. Only complete lines are read (see
 // [Reader]); call [File.Update] to read lines appended later. An empty file
 // gives a File without a header. Open never writes to the file.
 func Open(path string) (*File, error) {
-	f := &File{path: path, name: path, r: &Reader{name: path}}
+	f := &File{path: path, name: path, r: &Reader{name: path, fp: fingerprint{on: true}}}
 	if _, err := f.Update(); err != nil {
 		return nil, err
 	}
@@ -84,8 +86,12 @@ func Parse(r io.Reader) (*File, error) {
 
 // Update reads the lines appended to the file since the last read and
 // returns the number of new entries. It fails with ErrReplaced if the path
-// now names another file and with ErrTruncated if the file shrank; the File
-// is then unchanged, and the caller should Open the path again.
+// now names another file, with ErrTruncated if the file shrank below what
+// was read, and with ErrRewritten if what was read is no longer what the
+// file holds (a rewrite in place, same inode); the File is then
+// unchanged, and the caller should Open the path again. Checking costs two
+// reads of 4 KiB, and one read of what was read when the file was written
+// to without growing (see fingerprint.go).
 func (f *File) Update() (int, error) {
 	if f.path == "" {
 		return 0, fmt.Errorf("session: update: %w", ErrNoPath)
@@ -109,6 +115,18 @@ func (f *File) Update() (int, error) {
 	}
 	if info.Size() < f.r.Offset() {
 		return 0, fmt.Errorf("session: update %s: %d bytes, %d already read: %w", f.path, info.Size(), f.r.Offset(), ErrTruncated)
+	}
+	if f.info != nil {
+		if f.scratch == nil {
+			f.scratch = make([]byte, printWindow)
+		}
+		why, err := f.printed.rewritten(fd, info, f.info, f.scratch)
+		if err != nil {
+			return 0, fmt.Errorf("session: update %s: %w", f.path, err)
+		}
+		if why != "" {
+			return 0, fmt.Errorf("session: update %s: rewritten in place: %s: %w", f.path, why, ErrRewritten)
+		}
 	}
 	f.info = info
 	if _, err := fd.Seek(f.r.Offset(), io.SeekStart); err != nil {
@@ -137,6 +155,9 @@ func (f *File) read() (int, error) {
 		}
 		if errors.Is(err, io.EOF) {
 			f.end = f.endState()
+			if f.r.fp.on {
+				f.printed = f.r.snapshot()
+			}
 			return n, nil
 		}
 		if err != nil {

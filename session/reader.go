@@ -49,6 +49,7 @@ type Reader struct {
 	name    string // the file's path, for diagnostics
 	bom     bool   // line 1 starts with a UTF-8 byte order mark
 	legacy  *legacy
+	fp      fingerprint // of the consumed bytes, when fp.on (File.Update's check)
 }
 
 // legacy is the state of pi's version 1 migration (migrateV1ToV2): every
@@ -169,6 +170,9 @@ func (r *Reader) fill() error {
 	if len(r.buf)-r.end < minRead {
 		// A line longer than an arena gets one four times its length so
 		// far: a line of n bytes is copied about n/3 times over in all.
+		if r.fp.on {
+			r.leaveArena()
+		}
 		pending := r.end - r.start
 		size := max(arenaSize, 4*pending)
 		buf := make([]byte, size)

@@ -31,6 +31,9 @@ var (
 	ErrReplaced = errors.New("session file replaced")
 	// ErrTruncated means the file is shorter than what was already read.
 	ErrTruncated = errors.New("session file truncated")
+	// ErrRewritten means the file, the same inode, no longer holds what
+	// was already read: it was rewritten in place.
+	ErrRewritten = errors.New("session file rewritten")
 	// ErrNoPath means the File was not read from a path, so it cannot be updated.
 	ErrNoPath = errors.New("no file to update from")
 	// ErrInvalidField marks a member that is not what pi writes there

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/paths"
 	"golang.org/x/sys/unix"
 )
@@ -257,7 +258,9 @@ func overwrite(path string, data []byte) error {
 // lockWait: a holder stopped with Ctrl+Z must not stop every other
 // session's writes (ErrBusy then).
 func (s *Store) locked(fn func() error) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	// <state dir>/status: refused when someone else could write there (a
+	// record says which pi runs and is read back by pi-session status).
+	if _, err := owndir.Make(s.dir, 2); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
 	path := filepath.Join(s.dir, writeLockName)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/pi-session/pi-session/clip"
 	"golang.org/x/term"
 )
 
@@ -198,9 +199,11 @@ func (s *Supervisor) Close() {
 	signal.Stop(s.sigs)
 }
 
-// Notice prints one line for the user on stderr, prefixed "pi-session: ".
+// Notice prints one line for the user on stderr, prefixed "pi-session: ",
+// its text written out by clip.Visible (a handoff path or a reason from a
+// marker file cannot reach the terminal raw).
 func (s *Supervisor) Notice(format string, args ...any) {
-	line := "pi-session: " + fmt.Sprintf(format, args...) + "\n"
+	line := "pi-session: " + clip.Visible(fmt.Sprintf(format, args...)) + "\n"
 	s.mu.Lock()
 	raw := s.raw
 	s.mu.Unlock()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/pi-session/pi-session/budget"
 	"github.com/pi-session/pi-session/hooks"
@@ -16,6 +17,7 @@ import (
 type budgetEngine struct {
 	eng        *budget.Engine
 	relauncher *supervisor.Relauncher
+	sessions   sync.Once // the engine reads session files through the host's cache
 }
 
 func newBudgetEngine(inv *invocation, relauncher *supervisor.Relauncher) *budgetEngine {
@@ -72,9 +74,14 @@ func (b *budgetEngine) engine() hooks.Engine {
 		})),
 		"toolDone": b.handle(b.toolDone),
 		"handoff":  b.handle(b.handoff),
-		"manual":   b.handle(b.manual),
-		"settle":   b.handle(b.settle),
-		"settled":  b.handle(b.settled),
+		"handoffOutcome": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q struct {
+			ToolCallID string `json:"toolCallId"`
+		}) any {
+			return b.eng.HandoffOutcome(p, arm, q.ToolCallID)
+		})),
+		"manual":  b.handle(b.manual),
+		"settle":  b.handle(b.settle),
+		"settled": b.handle(b.settled),
 		"compaction": b.handle(decoded(func(ctx context.Context, p budget.Peer, arm budget.ArmFunc, q budget.CompactionParams) any {
 			return b.eng.Compaction(p, arm, q)
 		})),
@@ -109,6 +116,9 @@ func (b *budgetEngine) handle(fn budgetHandler) hooks.Handler {
 		if r.Peer.Hello.SessionID == "" {
 			return nil, hooks.Errorf(hooks.CodeInvalidParams, "budget: %s: no session in hello", r.Method)
 		}
+		// A session may come to this host in the middle (the host that
+		// served it died): every call, not only start, can read its file.
+		b.sessions.Do(func() { b.eng.SetSessions(sessionReader(r)) })
 		p, arm := b.peer(r)
 		return fn(ctx, r, p, arm)
 	}
@@ -116,7 +126,8 @@ func (b *budgetEngine) handle(fn budgetHandler) hooks.Handler {
 
 // sessionReader reads session files through the host's cache.
 func sessionReader(r *hooks.Request) budget.SessionReader {
-	return func(path string, fn func(*session.File) error) error { return r.Sessions().With(path, fn) }
+	cache := r.Sessions()
+	return func(path string, fn func(*session.File) error) error { return cache.With(path, fn) }
 }
 
 func (b *budgetEngine) start(ctx context.Context, r *hooks.Request, p budget.Peer, arm budget.ArmFunc) (any, error) {

@@ -7,18 +7,24 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/supervisor"
 )
 
 // invocation is one run of pi-session: its arguments (after the command
-// word, for subcommands), environment and standard streams.
+// word, for subcommands), environment and standard streams. Everything
+// pi-session prints goes through stdout and stderr, which write untrusted
+// text out visibly (clip.Writer: no escape sequence or invalid byte of a
+// session file, a record or an argument reaches the terminal raw); the
+// files themselves are only handed to pi.
 type invocation struct {
 	argv0  string
 	args   []string
 	env    *environ
 	stdin  *os.File
-	stdout *os.File
-	stderr *os.File
+	stdout io.Writer
+	stderr io.Writer
+	files  struct{ stdout, stderr *os.File } // pi's, under the supervisor
 }
 
 // errorf prints one line "pi-session: ..." on stderr and returns code.
@@ -61,7 +67,11 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 	if supervisor.IsLeader(env) {
 		return supervisor.RunLeader(argv[1:], env)
 	}
-	inv := &invocation{argv0: argv[0], args: argv[1:], env: newEnviron(env), stdin: stdin, stdout: stdout, stderr: stderr}
+	out, errOut := clip.NewWriter(stdout), clip.NewWriter(stderr)
+	defer out.Flush()
+	defer errOut.Flush()
+	inv := &invocation{argv0: argv[0], args: argv[1:], env: newEnviron(env), stdin: stdin, stdout: out, stderr: errOut}
+	inv.files.stdout, inv.files.stderr = stdout, stderr
 	if len(inv.args) > 0 {
 		if cmd, ok := commands[inv.args[0]]; ok {
 			sub := *inv
@@ -162,7 +172,8 @@ Environment:
   PI_RESUME_CHECK                     the budget's resume check command (wins over resumeChecks)
   PI_SUMMARY_IDLE_MS                  quiet time after a run before its recap
                                       (default 180000, at least 30000)
-  PI_SESSION_BIN                      the pi-session that plain pi's extension starts
+  PI_SESSION_BIN                      the pi-session that plain pi's extension starts (under
+                                      pi-session: this one, as a stand-in host, unless set)
   XDG_RUNTIME_DIR                     where the engine socket goes first (<dir>/pi-session/)
   Files: <agent dir>/context-relay.json (relay), <agent dir>/summaries/config.private.json
   (recap, written by /recap), <workspace>/.pi/context-engineer.json (offload).

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pi-session/pi-session/budget"
 	"github.com/pi-session/pi-session/extension"
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/status"
 )
@@ -78,7 +80,7 @@ func cmdDoctor(ctx context.Context, inv *invocation) int {
 	}
 	findings := []finding{checkNode(ctx, inv.env), checkPi(ctx, inv.env), checkExtension(inv.env)}
 	findings = append(findings, checkSocket(ctx, inv.env)...)
-	findings = append(findings, checkDirs(inv.env), checkMarkerDir(inv.env))
+	findings = append(findings, checkDirs(inv.env), checkMarkerDir(inv.env), checkOwnDirs(inv.env, workingDir(inv.env)))
 	code = 0
 	for _, f := range findings {
 		fmt.Fprintln(inv.stdout, f)
@@ -251,6 +253,46 @@ func checkMarkerDir(env *environ) finding {
 		return finding{level: "FAIL", name: "markers", detail: msg + " (relaunch is off until then)", fix: fix}
 	}
 	return ok("markers", "%s is yours and no one else can write to it", dir)
+}
+
+// checkOwnDirs checks the other directories pi-session writes into, for
+// the agent dir and for the workspace cwd, by the markers' rule
+// (owndir): refused ones fail, symbolic links are named.
+func checkOwnDirs(env *environ, cwd string) finding {
+	type ownDir struct {
+		dir    string
+		levels int // owndir.Check's: the part of the path that is pi-session's
+		what   string
+	}
+	agentDir := paths.AgentDir(env.Get)
+	dirs := []ownDir{
+		{status.StoreFromEnv(env.Get).Dir(), 2, "status records"},
+		{filepath.Join(agentDir, "context-relay"), 1, "relay notes"},
+		{filepath.Join(agentDir, "summaries"), 1, "the recap config"},
+	}
+	if cwd != "" {
+		dirs = append(dirs, ownDir{budget.HandoffDir(cwd), 2, "handoffs"}, ownDir{filepath.Join(cwd, ".pi", "context-store", "blobs"), 2, "offloaded results"})
+	}
+	var bad, fixes, links []string
+	for _, d := range dirs {
+		w, err := owndir.Check(d.dir, d.levels)
+		if err != nil {
+			msg, fix, _ := strings.Cut(strings.TrimPrefix(err.Error(), "owndir: "), "; fix: ")
+			bad = append(bad, d.what+": "+msg)
+			fixes = append(fixes, fix)
+			continue
+		}
+		if w != "" {
+			links = append(links, d.what+": "+w)
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return finding{level: "FAIL", name: "dirs", detail: strings.Join(append(bad, links...), "; "), fix: strings.Join(fixes, "; ")}
+	case len(links) > 0:
+		return finding{level: "warn", name: "dirs", detail: strings.Join(links, "; ")}
+	}
+	return ok("dirs", "status, relay notes, recap config, handoffs and offload store directories are yours and no one else can write to them (or do not exist yet)")
 }
 
 // writable checks that a file can be created in dir, or in its nearest

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/pi-session/pi-session/clip"
 )
 
 // engineCommand is one engine's command line under `pi-session engine`:
@@ -45,7 +47,7 @@ func cmdEngine(ctx context.Context, inv *invocation) int {
 	}
 	c, ok := engineCommands[word]
 	if !ok {
-		return inv.errorf(exitUsage, "engine: no engine command %q (see pi-session engine --help)", word)
+		return inv.errorf(exitUsage, "engine: no engine command %q (see pi-session engine --help)", clip.To(word, clip.EchoChars))
 	}
 	sub := *inv
 	sub.args = inv.args[1:]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pi-session/pi-session/clip"
 	"github.com/spf13/pflag"
 )
 
@@ -28,7 +29,8 @@ func parseFlags(inv *invocation, fs *pflag.FlagSet, args []string, usage string)
 			fmt.Fprint(inv.stdout, usage)
 			return nil, 0, true
 		}
-		return nil, inv.errorf(exitUsage, "%s: %v (see pi-session %s --help)", fs.Name(), err, fs.Name()), true
+		// pflag's error repeats the flag or its value: an echo.
+		return nil, inv.errorf(exitUsage, "%s: %s (see pi-session %s --help)", fs.Name(), clip.Echo(err.Error()), fs.Name()), true
 	}
 	return fs.Args(), 0, false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/hooks"
@@ -20,7 +21,7 @@ import (
 func recapEngine() hooks.Engine {
 	return hooks.Engine{
 		Name:    "recap",
-		Methods: map[string]hooks.Handler{"prepare": recapPrepare, "verdict": recapVerdict},
+		Methods: map[string]hooks.Handler{"prepare": recapPrepare, "verdict": recapVerdict, "config": recapConfig},
 	}
 }
 
@@ -47,6 +48,23 @@ func recapPrepare(ctx context.Context, r *hooks.Request) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// recapConfig answers recap.config: {path} -> recap.LoadedConfig, the
+// configuration at path (pi's <agent dir>/summaries/config.private.json,
+// which the extension names) read with the checks every configuration
+// of pi-session gets.
+func recapConfig(ctx context.Context, r *hooks.Request) (any, error) {
+	var p struct {
+		Path string `json:"path"`
+	}
+	if err := r.Decode(&p); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(p.Path) || filepath.Base(p.Path) != "config.private.json" || filepath.Base(filepath.Dir(p.Path)) != "summaries" {
+		return nil, fmt.Errorf("recap: config: %q is not <agent dir>/summaries/config.private.json", clip.Echo(p.Path))
+	}
+	return recap.LoadConfig(p.Path), nil
 }
 
 // recapVerdict answers recap.verdict: the model's answer -> recap.Verdict.
@@ -117,7 +135,7 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 		cut = fmt.Sprintf(", cut to %d bytes", recap.TranscriptCap)
 	}
 	fmt.Fprintf(inv.stderr, "pi-session: recap request for the run after %s (leaf %s): %d entries, transcript %d bytes%s, %d secrets redacted\n",
-		baselineName(run), p.LeafID, p.Entries, p.TranscriptBytes, cut, p.Redactions)
+		baselineName(run), clip.Echo(p.LeafID), p.Entries, p.TranscriptBytes, cut, p.Redactions)
 	// Lines pi would skip are left out of the run too; say which.
 	all := f.AllDiagnostics()
 	const shown = 5

@@ -45,6 +45,10 @@ PI_CODING_AGENT_DIR); 78 settings.json is not JSON (nothing is changed).
 // passes none, a path passes that path (for developing the extension).
 const envExtension = "PI_SESSION_EXTENSION"
 
+// envBin names the pi-session binary pi's extension starts a host from
+// (pi-session serve): under plain pi, and as a stand-in under pi-session.
+const envBin = "PI_SESSION_BIN"
+
 // setupDir is where setup installs the extension.
 func setupDir(agentDir string) string { return filepath.Join(agentDir, "pi-session", "extension") }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-session/pi-session/hooks"
 	"github.com/pi-session/pi-session/marker"
+	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/relaunch"
 	"github.com/pi-session/pi-session/status"
@@ -44,12 +45,19 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	mode := relaunch.Mode(relaunch.Parse(args))
 
 	sup := supervisor.New(supervisor.Options{
-		Stdin: inv.stdin, Stdout: inv.stdout, Stderr: inv.stderr,
+		Stdin: inv.stdin, Stdout: inv.files.stdout, Stderr: inv.files.stderr,
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()
 	if err := marker.CheckDir(markerDir); err != nil {
 		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
+	} else if w, _ := owndir.Check(markerDir, 1); w != "" {
+		sup.Notice("%s", w) // a link: markers are written where it leads
+	}
+	if w, err := owndir.Check(status.StoreFromEnv(inv.env.Get).Dir(), 2); err != nil {
+		sup.Notice("status records are not written: %v", strings.TrimPrefix(err.Error(), "owndir: "))
+	} else if w != "" {
+		sup.Notice("%s", w)
 	}
 
 	// The engine host serves every launch; pi's extension finds it through
@@ -67,6 +75,10 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		defer h.close()
 		go h.Serve(ctx)
 		hostEnv = append(hostEnv, hooks.EnvSocket+"="+h.Path())
+		// A stand-in host, should this one stop answering, is this binary.
+		if _, set := inv.env.Lookup(envBin); !set {
+			hostEnv = append(hostEnv, envBin+"="+exe)
+		}
 	}
 	extArgs, err := extensionArgs(inv.env, args)
 	if err != nil {

@@ -19,6 +19,7 @@
 //    on one session. begin(who) takes the session's one slot (false when
 //    another engine holds it); end(who) releases it.
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { log } from "./sink.ts";
 
 export type Engine = "relay" | "budget" | "recap" | "offload";
 export type Work = "relay" | "handoff" | "recap";
@@ -68,7 +69,7 @@ export class Arbiter {
 			try {
 				answer = await claim(event, ctx);
 			} catch (e) {
-				console.error(`pi-session: ${who}: compaction: ${(e as Error).message}`);
+				log(`pi-session: ${who}: compaction: ${(e as Error).message}`);
 				continue;
 			}
 			if (answer !== undefined) return answer;
@@ -82,7 +83,7 @@ export class Arbiter {
 			try {
 				await o.fn(event, ctx);
 			} catch (e) {
-				console.error(`pi-session: ${o.who}: input: ${(e as Error).message}`);
+				log(`pi-session: ${o.who}: input: ${(e as Error).message}`);
 			}
 		}
 		for (const who of INPUT_ORDER) {
@@ -92,7 +93,7 @@ export class Arbiter {
 			try {
 				answer = await hold(event, ctx);
 			} catch (e) {
-				console.error(`pi-session: ${who}: input: ${(e as Error).message}`);
+				log(`pi-session: ${who}: input: ${(e as Error).message}`);
 				continue;
 			}
 			if (answer && answer.action !== "continue") return answer;

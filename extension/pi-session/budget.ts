@@ -12,8 +12,10 @@ import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
 import { guardIntegration } from "./guards.ts";
+import { Code, type EngineError } from "./client.ts";
+import { status, tool } from "./sink.ts";
 
 type View = {
 	mode: string;
@@ -44,6 +46,22 @@ type Answer = {
 	committed?: string;
 };
 
+type HandoffAnswer = { text: string; isError?: boolean; details?: unknown; view: View };
+
+// HOST_WAIT_MS bounds the wait for a host to answer after the one that ran
+// a handoff died (under plain pi the extension starts a new one).
+const HOST_WAIT_MS = 15_000;
+
+// untilAnswered calls fn until it answers (not undefined), at most ms.
+async function untilAnswered<T>(fn: () => Promise<T | undefined>, ms: number, signal?: AbortSignal): Promise<T | undefined> {
+	const until = Date.now() + ms;
+	for (;;) {
+		const r = await fn();
+		if (r !== undefined || Date.now() >= until || signal?.aborted) return r;
+		await new Promise((resolve) => setTimeout(resolve, 200));
+	}
+}
+
 // MANUAL_PREFIX starts the request /handoff sends (budget.ManualPrefix).
 export const MANUAL_PREFIX = "[/handoff]";
 const STATUS_KEY = "pi-session-budget";
@@ -56,6 +74,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	const blocked = new Set<string>();
 	const grace = new Set<string>();
 	let handoffDone = false; // context_handoff succeeded in this turn
+	let pendingRef: { toolCallId: string; path: string } | undefined; // ... and the handoff it wrote
 	let owned = false; // the next session_before_compact is the budget's
 	let mechanical = false; // ... and the native summarizer already failed
 	let overflowTried = false;
@@ -68,13 +87,21 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	// Every budget call goes through one queue, so the engine sees the
 	// session's events in pi's order (the host answers calls
 	// concurrently); background calls are sent in turn without pi waiting.
+	// A call's deadline (a hook's unless it names one) runs from when it
+	// joins the queue: pi never waits longer, and a call still queued at
+	// its deadline is never sent.
 	let queue: Promise<unknown> = Promise.resolve();
 	const inOrder = <T>(fn: () => Promise<T>): Promise<T> => {
 		const p = queue.then(fn, fn);
 		queue = p.catch(() => undefined);
 		return p;
 	};
-	const ask = <T>(method: string, params: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => inOrder(() => kit.ask<T>(method, params, o));
+	const ask = <T>(method: string, params: unknown, o?: { timeoutMs?: number; signal?: AbortSignal }) => {
+		const ms = o?.timeoutMs ?? Deadline.hook;
+		const deadline = Date.now() + ms;
+		const queued = inOrder(() => kit.ask<T>(method, params, { ...o, deadline }));
+		return Promise.race([queued, new Promise<undefined>((r) => setTimeout(r, ms + 1).unref?.())]);
+	};
 	const background = (method: string, params: unknown) => {
 		void ask<Answer>(method, params).then((r) => show(r?.result.view));
 	};
@@ -87,19 +114,22 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		if (!ctx?.hasUI) return;
 		const parts = [v.footer];
 		if (v.phase !== "idle") parts.push(v.projected ? `would be ${v.phase}` : v.phase);
-		ctx.ui.setStatus(STATUS_KEY, parts.join(" · "));
+		status(ctx, STATUS_KEY, parts.join(" · "));
 	};
 	const notify = (a: Answer | undefined) => {
 		for (const n of a?.notify ?? []) kit.say(n.text, n.level);
 	};
 	const model = (c: ExtensionContext) => (c.model ? `${c.model.provider}/${c.model.id}` : "");
+	// committing: a handoff waits for this turn's end or settle, which
+	// commits it (reading it, running git) or arms the relaunch.
+	const committing = () => handoffDone || !!view?.pending;
 
 	pi.on("session_start", async (_event, c) => {
 		ctx = c;
 		view = undefined;
 		overflowTried = false;
 		if (!(await kit.ready(3000))) return;
-		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }))?.result);
+		show((await ask<View>("budget.start", { model: model(c), guardOff: await guards.off() }, { timeoutMs: Deadline.start }))?.result);
 	});
 
 	// Every input reloads the configuration; a user's input after
@@ -216,6 +246,9 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 			continues: t.calls > 0,
 			outcome: msg.stopReason === "aborted" ? "aborted" : msg.stopReason === "error" ? "error" : "completed",
 			guardOff: await guards.off(),
+			// A host that did not write the handoff (the one that did died)
+			// takes it over from its files.
+			pending: handoffDone && pendingRef && view?.pending === pendingRef.path ? pendingRef : undefined,
 		};
 	};
 
@@ -261,11 +294,24 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		if (!t || t.sent) return undefined;
 		t.sent = true;
 		const params = t.params ?? (await turnParams(t, c));
-		const a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: 60_000 }))?.result;
+		let a = (await ask<Answer>("budget.turnEnd", params, { timeoutMs: committing() ? Deadline.commit : Deadline.hook }))?.result;
+		const ref = params.pending;
+		if (!a && ref) {
+			// The host died (or stopped answering) with a handoff waiting
+			// for this commit: a new host takes it over from its files.
+			a = (await untilAnswered(() => ask<Answer>("budget.turnEnd", params, { timeoutMs: Deadline.commit }), HOST_WAIT_MS))?.result;
+			if (a?.committed) kit.say(`pi-session: the engine host stopped before the context reset; the host that took over resets it to the handoff ${ref.path}`, "warning");
+		}
 		if (timingFile) timing.turnEndMs += performance.now() - t0;
 		blocked.clear();
 		grace.clear();
 		handoffDone = false;
+		pendingRef = undefined;
+		if (!a && ref) {
+			kit.say(`pi-session: the engine host stopped before the context reset to the handoff ${ref.path} and no host answered within ${HOST_WAIT_MS / 1000} s: the context was not reset (the handoff is on disk)`, "error");
+			const note = `[pi-session budget] The context was NOT reset to the handoff ${ref.path}: pi-session's engine stopped before the reset. The conversation continues as it was; when the budget asks for a handoff again, call context_handoff again.`;
+			return { entries: [...event.entries, { type: "custom_message", customType: "pi-session-budget", content: note, display: true }] as any[] };
+		}
 		if (!a) return undefined;
 		show(a.view);
 		notify(a);
@@ -307,7 +353,7 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		await flush();
 		if (!settleSeen) background("budget.settle", { pendingWork: 0 });
 		settleSeen = false;
-		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: 30_000 }))?.result;
+		const a = (await ask<Answer>("budget.settled", {}, { timeoutMs: committing() || view?.phase === "fallback-armed" ? Deadline.commit : Deadline.hook }))?.result;
 		if (a) {
 			show(a.view);
 			notify(a);
@@ -365,12 +411,16 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 	kit.arbiter.onCompaction("budget", async (event) => {
 		const mine = owned && event.customInstructions === OWNED;
 		const a = (
-			await ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>("budget.compaction", {
-				reason: event.reason,
-				owned: mine,
-				tokensBefore: event.preparation?.tokensBefore ?? 0,
-				mechanical: mine && mechanical,
-			})
+			await ask<{ cancel?: boolean; summary?: string; details?: unknown } | null>(
+				"budget.compaction",
+				{
+					reason: event.reason,
+					owned: mine,
+					tokensBefore: event.preparation?.tokensBefore ?? 0,
+					mechanical: mine && mechanical,
+				},
+				{ timeoutMs: mine ? Deadline.commit : Deadline.hook },
+			)
 		)?.result;
 		if (!a) return undefined;
 		if (a.cancel) return { cancel: true };
@@ -383,7 +433,27 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		show((await ask<View>("budget.compactResult", { ok: false, error: event.errorMessage ?? "", owned: false, reason: event.reason }))?.result);
 	});
 
-	pi.registerTool({
+	// lostCall settles a context_handoff call the host never answered
+	// (it died, or the connection broke, in the middle): the host that
+	// answers next says whether the handoff was written, and takes it over
+	// when it was. It returns undefined when nothing was sent (the engine
+	// was down before the call) or the user cancelled; else an answer, an
+	// error one when no host can say.
+	const lostCall = async (err: EngineError, connected: boolean, toolCallId: string, signal?: AbortSignal): Promise<HandoffAnswer | undefined> => {
+		if (err.code === Code.Cancelled || (err.code === Code.Unavailable && !connected)) return undefined;
+		const r = await untilAnswered(() => inOrder(() => kit.ask<HandoffAnswer>("budget.handoffOutcome", { toolCallId }, { timeoutMs: Deadline.command, signal })), HOST_WAIT_MS, signal);
+		const o = r?.result;
+		if (!o) {
+			const text = `context_handoff: pi-session's engine host stopped during this call (${err.message}) and no host answered within ${HOST_WAIT_MS / 1000} s, so whether the handoff was written is unknown; nothing was reset. Call context_handoff again.`;
+			kit.say(`pi-session: ${text.slice("context_handoff: ".length)}`, "warning");
+			return { text, isError: true, view: view as View }; // the last view: no host says otherwise
+		}
+		if (o.isError) kit.say("pi-session: the engine host stopped during context_handoff before the handoff was written; nothing was reset, and the model is asked to call it again", "warning");
+		else if (o.view.pending) kit.say(`pi-session: the engine host stopped during context_handoff; the handoff ${o.view.pending} was complete, and the context resets to it at the end of this turn`, "warning");
+		return o;
+	};
+
+	pi.registerTool(tool({
 		name: "context_handoff",
 		label: "Context handoff",
 		description:
@@ -414,37 +484,37 @@ export function registerBudget(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			const slot = kit.arbiter.begin("handoff") || kit.arbiter.busy() === "handoff";
 			if (!slot) throw new Error(`context_handoff: pi-session's ${kit.arbiter.busy()} is running on this session; try again when it has finished`);
-			let a: { text: string; isError?: boolean; details?: unknown; view: View };
+			let a: HandoffAnswer;
+			const connected = await kit.ready(3000);
 			try {
-				a = (
-					await inOrder(() =>
-						kit.call<{ text: string; isError?: boolean; details?: unknown; view: View }>(
-							"budget.handoff",
-							{ args: params, toolCallId, integrations: integrations() },
-							{ timeoutMs: 90_000, signal },
-						),
-					)
-				).result;
+				a = (await inOrder(() => kit.call<HandoffAnswer>("budget.handoff", { args: params, toolCallId, integrations: integrations() }, { timeoutMs: Deadline.handoff, signal }))).result;
 			} catch (e) {
-				kit.arbiter.end("handoff");
-				throw new Error(`context_handoff: pi-session's engine is unreachable (${(e as Error).message}); no handoff was written`);
+				const err = e as EngineError;
+				const lost = await lostCall(err, connected, toolCallId, signal);
+				if (!lost) {
+					kit.arbiter.end("handoff");
+					throw new Error(`context_handoff: pi-session's engine is unreachable (${err.message}); no handoff was written. Call context_handoff again.`);
+				}
+				a = lost;
 			}
 			show(a.view);
 			if (a.isError) {
-				if (!a.view.pending) kit.arbiter.end("handoff");
+				if (!a.view?.pending) kit.arbiter.end("handoff");
 				throw new Error(a.text);
 			}
-			if (a.view.pending) handoffDone = true;
-			else kit.arbiter.end("handoff");
+			if (a.view?.pending) {
+				handoffDone = true;
+				pendingRef = { toolCallId, path: a.view.pending };
+			} else kit.arbiter.end("handoff");
 			return { content: [{ type: "text" as const, text: a.text }], details: a.details ?? {} };
 		},
-	});
+	}));
 
 	pi.registerCommand("handoff", {
 		description: "Start over from a handoff: the agent writes context_handoff now (optional instructions), then pi continues from it in a fresh process (under pi-session) or in place",
 		handler: async (args, c) => {
 			ctx = c;
-			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }))?.result;
+			const a = (await ask<{ request: string; view: View }>("budget.manual", { instructions: args.trim() }, { timeoutMs: Deadline.command }))?.result;
 			if (!a) {
 				kit.say("pi-session: cannot make a handoff: the engine is unreachable", "error");
 				return;

@@ -7,15 +7,16 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
 import { Arbiter } from "./arbiter.ts";
 import { packBlocks, unpackBlocks, type Block } from "./blocks.ts";
-import { Client, Code, EngineError, type Hello, type State } from "./client.ts";
+import { Client, Code, EngineError, human, Notices, type Hello, type State } from "./client.ts";
 import { claimRole, isHeadless, isSubagentName, releaseRole } from "./role.ts";
-import type { Call, Kit } from "./kit.ts";
+import { Deadline, toolResultMs, type Call, type CallOptions, type Kit } from "./kit.ts";
 import { registerOffload } from "./offload.ts";
 import { registerPins } from "./pins.ts";
 import { registerBudget } from "./budget.ts";
 import { registerRecap } from "./recap.ts";
 import { registerRelay } from "./relay.ts";
-import { ensureServe, stopServe } from "./serve.ts";
+import { HostFinder, stopServe } from "./serve.ts";
+import { log, notify, status } from "./sink.ts";
 import { VERSION } from "./version.ts";
 
 const STATUS_KEY = "pi-session";
@@ -52,38 +53,28 @@ export default function (pi: ExtensionAPI) {
 	let client: Client | undefined;
 	let ctx: ExtensionContext | undefined;
 	let hello: Hello | undefined;
-	let outage = false; // told the user about the current outage
+	const notices = new Notices(); // one notice per outage, late answers at most once in 5 minutes
 
-	const say = (text: string, level: "info" | "warning" | "error" = "info") => {
-		if (ctx?.hasUI) ctx.ui.notify(text, level);
-		else console.error(text);
-	};
-	const footer = (text: string | undefined) => {
-		if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
-	};
+	const say = (text: string, level: "info" | "warning" | "error" = "info") => notify(ctx, text, level);
+	const footer = (text: string | undefined) => status(ctx, STATUS_KEY, text);
 
 	const onState = (state: State, err?: Error) => {
-		if (state === "connected") {
-			outage = false;
-			footer(client?.info?.host === "serve" ? "pi-session (serve)" : "pi-session");
-		} else if (state === "down") {
-			footer("pi-session: offline");
-			if (!outage) {
-				outage = true;
-				say(`pi-session: engine unreachable (${err?.message ?? "unknown error"}); pi continues without it and reconnects by itself`, "warning");
-			}
-		}
+		if (state === "connected") footer(client?.info?.host === "serve" ? "pi-session (serve)" : "pi-session");
+		else if (state === "down") footer("pi-session: offline");
+		const text = notices.state(state, err);
+		if (text) say(text, "warning");
 	};
 
 	// ask calls an engine method and returns undefined on any failure: the
-	// caller then keeps pi's default behaviour.
-	const ask = async <T>(method: string, params?: unknown, o?: { bulk?: Uint8Array; timeoutMs?: number; signal?: AbortSignal }) => {
+	// caller then keeps pi's default behaviour. A call that waited out its
+	// deadline is the client's to tell (once), not every caller's.
+	const ask = async <T>(method: string, params?: unknown, o?: CallOptions) => {
 		if (!client) return undefined;
 		try {
 			return await client.call<T>(method, params, o);
 		} catch (e) {
 			const err = e as EngineError;
-			if (err.code !== Code.Unavailable) console.error(`pi-session: ${method}: ${err.message}`);
+			if (err.code !== Code.Unavailable && !err.local) log(`pi-session: ${method}: ${err.message}`);
 			return undefined;
 		}
 	};
@@ -127,11 +118,16 @@ export default function (pi: ExtensionAPI) {
 			subagent: isSubagentName(name),
 			headless: isHeadless(c.mode),
 		};
-		const socket = process.env.PI_SESSION_SOCKET;
+		const finder = new HostFinder(process.env.PI_SESSION_SOCKET);
 		client = new Client({
-			connect: () => (socket ? Promise.resolve(socket) : ensureServe()),
+			connect: finder.find,
+			hosts: finder,
 			hello: () => hello!,
 			onState,
+			onLate: (first, count) => {
+				const text = notices.late(first, count);
+				if (text) say(text, "warning");
+			},
 		});
 		client.start();
 	});
@@ -141,7 +137,7 @@ export default function (pi: ExtensionAPI) {
 		client = undefined;
 		footer(undefined);
 		await c?.close({ timeoutMs: 1000 });
-		if (hello?.role === "main" && event.reason === "quit" && !process.env.PI_SESSION_SOCKET) stopServe();
+		if (hello?.role === "main" && event.reason === "quit") stopServe(); // one this process started, also as the wrapper's stand-in
 		releaseRole(token);
 		arbiter.reset();
 	});
@@ -150,12 +146,12 @@ export default function (pi: ExtensionAPI) {
 	// resets its per-turn budget); nothing waits for them.
 	pi.on("turn_start", (event) => {
 		turnIndex = event.turnIndex;
-		for (const method of client?.info?.hooks?.["turn_start"] ?? []) void ask(method, { turnIndex });
+		for (const method of client?.info?.hooks?.["turn_start"] ?? []) void ask(method, { turnIndex }, { timeoutMs: Deadline.hook });
 	});
 
 	// tool_result goes to the engines that asked for it in hello; each may
 	// return a patch. Any failure leaves the original result. The text
-	// travels as bulk bytes; the deadline grows with its size.
+	// travels as bulk bytes; the deadline, a hook's, grows with its size.
 	pi.on("tool_result", async (event, c) => {
 		ctx = c;
 		await client?.ready(3000); // a first result may come before hello completes (print mode)
@@ -179,7 +175,7 @@ export default function (pi: ExtensionAPI) {
 				turnIndex,
 				ctxReadActive,
 			};
-			const timeoutMs = 5000 + Math.ceil(bulk.length / (8 << 20)) * 1000;
+			const timeoutMs = toolResultMs(bulk.length);
 			const answer = await ask<{ content?: Block[]; details?: unknown; isError?: boolean; notice?: string }>(method, params, { bulk, signal: c.signal, timeoutMs });
 			const patch = answer?.result;
 			if (!patch) continue;
@@ -188,7 +184,7 @@ export default function (pi: ExtensionAPI) {
 			try {
 				if (patch.content) content = unpackBlocks(patch.content, answer.bulk);
 			} catch (e) {
-				console.error(`pi-session: ${method}: ${(e as Error).message}`);
+				log(`pi-session: ${method}: ${(e as Error).message}`);
 				continue;
 			}
 			if (patch.details !== undefined) details = patch.details;
@@ -214,12 +210,16 @@ export default function (pi: ExtensionAPI) {
 		if (!client || !hello) return { ok: false, reason: "pi-session's extension has no session yet" };
 		if (hello.role !== "main") return { ok: false, reason: "only the main session can relaunch pi" };
 		try {
-			const a = await client.call<{ marker: string }>("supervisor.armRelaunch", {
-				handoff: req.handoff,
-				launchPrompt: req.launchPrompt ?? null,
-				cwd: req.cwd ?? ctx?.cwd,
-				sessionFile: ctx?.sessionManager.getSessionFile() ?? null,
-			});
+			const a = await client.call<{ marker: string }>(
+				"supervisor.armRelaunch",
+				{
+					handoff: req.handoff,
+					launchPrompt: req.launchPrompt ?? null,
+					cwd: req.cwd ?? ctx?.cwd,
+					sessionFile: ctx?.sessionManager.getSessionFile() ?? null,
+				},
+				{ timeoutMs: Deadline.command },
+			);
 			return { ok: true, marker: a.result.marker };
 		} catch (e) {
 			const err = e as EngineError;
@@ -247,10 +247,11 @@ export default function (pi: ExtensionAPI) {
 			lines.push(`pi-session: engine unreachable${cl?.lastError ? ` (${cl.lastError.message})` : ""}; pi runs without it and reconnects by itself`);
 			row("socket", socket);
 			row("versions", `extension ${VERSION} · pi ${PI_VERSION}`);
+			if (cl) lateRow(cl, row);
 			return lines.join("\n");
 		}
 		const t0 = performance.now();
-		const ping = await ask("ping");
+		const ping = await ask("ping", undefined, { timeoutMs: Deadline.command });
 		const rtt = performance.now() - t0;
 		const up = Math.round((Date.now() - Date.parse(info.startedAt)) / 1000);
 		lines.push(`pi-session: connected to the engine host (${info.host}, pid ${info.pid}), up ${duration(up)}`);
@@ -260,9 +261,10 @@ export default function (pi: ExtensionAPI) {
 		const h = hello!;
 		const flags = [h.role, h.mode, h.subagent ? "subagent" : "", h.headless ? "headless" : "", info.owned ? "relaunch available" : ""].filter(Boolean);
 		row("session", `${h.sessionId} (${flags.join(", ")})`);
+		lateRow(cl, row);
 		let r: Describe;
 		try {
-			r = (await call<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" })).result;
+			r = (await call<Describe>("session.describe", { leafId: c.sessionManager.getLeafId() ?? "" }, { timeoutMs: Deadline.command })).result;
 		} catch (e) {
 			row("file", `${c.sessionManager.getSessionFile() ?? "(in memory)"}`);
 			row("read", `session.describe failed: ${(e as EngineError).message}`);
@@ -282,6 +284,16 @@ export default function (pi: ExtensionAPI) {
 		for (const rows of reporters) lines.push(...(await rows().catch(() => [])));
 		return lines.join("\n");
 	};
+}
+
+// lateRow says how often pi went on without the engine: calls that waited
+// out their deadline, calls that failed at once, hosts left.
+function lateRow(cl: Client, row: (k: string, v: string) => void) {
+	const st = cl.stats;
+	if (st.waited + st.skipped + st.stuck === 0) return;
+	const last = st.last ? ` (last: ${st.last.method}, ${human(st.last.timeoutMs)})` : "";
+	const n = (k: number, one: string, many: string) => `${k} ${k === 1 ? one : many}`;
+	row("late", `${n(st.waited, "call waited out its", "calls waited out their")} deadline${last}, ${st.skipped} went on at once; ${n(st.stuck, "host", "hosts")} left for not answering`);
 }
 
 function duration(s: number): string {

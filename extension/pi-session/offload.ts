@@ -9,7 +9,8 @@ import { StringEnum } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import { Code, EngineError } from "./client.ts";
 
-import type { Call, Kit } from "./kit.ts";
+import { Deadline, type Call, type Kit } from "./kit.ts";
+import { notify, tool } from "./sink.ts";
 
 type ToolAnswer = { text: string; details?: unknown };
 
@@ -34,14 +35,14 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 
 	const run = async (method: string, toolCallId: string, args: unknown, signal?: AbortSignal) => {
 		try {
-			const a = await call<ToolAnswer>(`offload.${method}`, { inProgram: nested.has(toolCallId), args }, { signal, timeoutMs: 60_000 });
+			const a = await call<ToolAnswer>(`offload.${method}`, { inProgram: nested.has(toolCallId), args }, { signal, timeoutMs: Deadline.work });
 			return { content: [{ type: "text" as const, text: a.result.text }], details: a.result.details ?? {} };
 		} catch (e) {
 			throw new Error(explain(e as EngineError));
 		}
 	};
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_read",
 		label: "Read stored output",
 		description:
@@ -63,9 +64,9 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("read", toolCallId, params, signal);
 		},
-	});
+	}));
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_summarize",
 		label: "Summarize stored output",
 		description:
@@ -79,9 +80,9 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("summarize", toolCallId, params, signal);
 		},
-	});
+	}));
 
-	pi.registerTool({
+	pi.registerTool(tool({
 		name: "ctx_offload",
 		label: "Store output",
 		description: "Store a payload on purpose and get a ce_ handle back, to read later with ctx_read: {key, source, data}.",
@@ -93,7 +94,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 		async execute(toolCallId, params, signal) {
 			return run("offload", toolCallId, params, signal);
 		},
-	});
+	}));
 
 	pi.registerCommand("ce", {
 		description: "Context engineer: /ce status [--all] | trace [--all] [n] | settings | clear [--store]",
@@ -112,7 +113,7 @@ export function registerOffload(pi: ExtensionAPI, kit: Kit) {
 // and the warnings of .pi/context-engineer.json.
 export async function startNotice(kit: Kit): Promise<void> {
 	if (!(await kit.ready(5000))) return;
-	const a = await kit.ask<{ notice?: string; warning?: string }>("offload.start");
+	const a = await kit.ask<{ notice?: string; warning?: string }>("offload.start", undefined, { timeoutMs: Deadline.start });
 	if (!a) return;
 	if (a.result.notice && !kit.hello()?.headless) kit.say(a.result.notice, "info");
 	if (a.result.warning) kit.say(a.result.warning, "warning");
@@ -123,18 +124,19 @@ export async function ce(call: Call, args: string): Promise<string> {
 	const words = args.trim().split(/\s+/).filter(Boolean);
 	const sub = words[0] ?? "status";
 	const all = words.includes("--all");
+	const o = { timeoutMs: Deadline.command };
 	try {
 		switch (sub) {
 			case "status":
-				return (await call<ToolAnswer>("offload.status", { all })).result.text;
+				return (await call<ToolAnswer>("offload.status", { all }, o)).result.text;
 			case "trace": {
 				const n = Number(words.find((w) => /^\d+$/.test(w)) ?? 20);
-				return (await call<ToolAnswer>("offload.trace", { all, limit: n })).result.text;
+				return (await call<ToolAnswer>("offload.trace", { all, limit: n }, o)).result.text;
 			}
 			case "settings":
-				return (await call<ToolAnswer>("offload.settings", {})).result.text;
+				return (await call<ToolAnswer>("offload.settings", {}, o)).result.text;
 			case "clear":
-				return (await call<ToolAnswer>("offload.clear", { store: words.includes("--store") })).result.text;
+				return (await call<ToolAnswer>("offload.clear", { store: words.includes("--store") }, o)).result.text;
 			default:
 				return `/ce ${sub}: unknown; use /ce status [--all], /ce trace [--all] [n], /ce settings, /ce clear [--store]`;
 		}
@@ -149,7 +151,7 @@ function explain(err: EngineError): string {
 	return err.message.replace(/^offload: /, "");
 }
 
+// show is /ce's answer: a notification, or stdout in print mode.
 function show(ctx: ExtensionCommandContext, text: string) {
-	if (ctx.hasUI) ctx.ui.notify(text, "info");
-	else console.log(text);
+	notify(ctx, text, "info", "stdout");
 }

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { checkPin, CONTINUES, lastUserText, listing, parseUnpin, PIN, registerPins, replay, UNPIN, visible } from "./pins.ts";
+import { checkPin, CONTINUES, lastUserText, listing, parseUnpin, PIN, registerPins, replay, UNPIN } from "./pins.ts";
+import { visible } from "./sink.ts";
 
 // The table Go's pins tests read too (pins/testdata/check.json).
 const table = JSON.parse(readFileSync(new URL("../../pins/testdata/check.json", import.meta.url), "utf8"));

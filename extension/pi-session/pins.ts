@@ -10,7 +10,8 @@
 // (pins.inherit on the engine host). Pins work in every session and mode,
 // with the relay engine off too: handoff documents carry them.
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
+import { echo, isControl, notify, visible, writeOut } from "./sink.ts";
 
 export const PIN = "pi-session:pin";
 export const UNPIN = "pi-session:unpin";
@@ -19,33 +20,6 @@ export const MAX_CHARS = 2000;
 
 export type Pin = { entryId: string; text: string };
 export type Bad = { kind: "empty" } | { kind: "control"; at: number; char: string } | { kind: "long"; chars: number };
-
-// isControl is clip.IsControl: C0 controls but tab and newline, DEL, C1.
-export function isControl(cp: number): boolean {
-	return (cp < 0x20 && cp !== 0x09 && cp !== 0x0a) || (cp >= 0x7f && cp <= 0x9f);
-}
-
-// writeOut is how clip.Echo writes a control character: \x1b, \u009b.
-function writeOut(cp: number): string {
-	return cp < 0x80 ? `\\x${cp.toString(16).padStart(2, "0")}` : `\\u${cp.toString(16).padStart(4, "0")}`;
-}
-
-// visible writes out the control characters of s (clip.Visible).
-export function visible(s: string): string {
-	let out = "";
-	for (const ch of s) {
-		const cp = ch.codePointAt(0)!;
-		out += isControl(cp) ? writeOut(cp) : ch;
-	}
-	return out;
-}
-
-// echo is clip.Echo: 200 characters, then "…(N chars)", control
-// characters written out.
-export function echo(s: string, n = 200): string {
-	const chars = [...s];
-	return visible(chars.length <= n ? s : chars.slice(0, n).join("") + `…(${chars.length} chars)`);
-}
 
 // checkPin is pins.Check: line ends made \n, spaces, tabs and newlines
 // trimmed from both ends; refused when empty, holding a control
@@ -141,10 +115,7 @@ export function parseUnpin(args: string, count: number): { n: number } | { error
 type Inheritance = { sessionFile?: string; handoff?: string; pins: string[]; from?: string; warning?: string };
 
 export function registerPins(pi: ExtensionAPI, kit: Kit) {
-	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => {
-		if (ctx.hasUI) ctx.ui.notify(text, level);
-		else console.error(text);
-	};
+	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => notify(ctx, text, level);
 	const current = (ctx: ExtensionContext) => replay(ctx.sessionManager.getBranch());
 
 	pi.registerCommand("pin", {
@@ -212,7 +183,7 @@ export function registerPins(pi: ExtensionAPI, kit: Kit) {
 		if (!(await kit.ready(3000))) return;
 		let a: Inheritance;
 		try {
-			a = (await kit.call<Inheritance>("pins.inherit", {}, { timeoutMs: 5000 })).result;
+			a = (await kit.call<Inheritance>("pins.inherit", {}, { timeoutMs: Deadline.start })).result;
 		} catch {
 			return; // an engine host without pins, or none: nothing to inherit
 		}

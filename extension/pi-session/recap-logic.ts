@@ -5,6 +5,8 @@
 // fallback) is the Go engine's (recap.prepare, recap.verdict).
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { Kit } from "./kit.ts";
+import { echo, log } from "./sink.ts";
 
 export const RECAP_ENTRY = "summary-recap";
 export const STATUS_KEY = "summaries";
@@ -23,13 +25,6 @@ export const ATTEMPT_TIMEOUT_MS = 40_000;
 export const OVERALL_TIMEOUT_MS = 100_000;
 export const SAVE_TIMEOUT_MS = 5_000;
 
-// echo cuts a user's or a model's text that a message repeats: 200
-// characters, then "…(N chars)" (as Go's clip.Echo does).
-export function echo(s: string, n = 200): string {
-	const chars = [...s];
-	return chars.length <= n ? s : chars.slice(0, n).join("") + `…(${chars.length} chars)`;
-}
-
 // idleDelayMs is PI_SUMMARY_IDLE_MS: a positive whole number of
 // milliseconds, clamped up to 30 s; anything else gives the default.
 export function idleDelayMs(env: Record<string, string | undefined> = process.env): number {
@@ -45,70 +40,25 @@ export function configPath(agentDir: string): string {
 	return path.join(agentDir, "summaries", "config.private.json");
 }
 
-// parseSummaryConfig takes the config file's value: any missing or invalid
-// field gives the whole default config, except a missing "enabled", which
-// means true (configs written before the toggle have none).
-export function parseSummaryConfig(raw: unknown): SummaryConfig {
-	if (summaryConfigProblems(raw).length) return { ...DEFAULT_SUMMARY_CONFIG };
-	const o = raw as Record<string, unknown>;
-	return { enabled: (o.enabled as boolean | undefined) ?? true, provider: (o.provider as string).trim(), model: (o.model as string).trim(), reasoning: o.reasoning as ReasoningLevel };
-}
+// LoadedSummaryConfig is recap.config's answer: the config as the engine
+// reads it, with the checks every configuration of pi-session gets
+// (unknown keys with the nearest known one, keys given twice, a byte order
+// mark; a mistake next to "enabled" keeps recaps off, never on), and what
+// to tell the user. noSave: /recap must not write the file (its directory
+// is one someone else could write to). unavailable: the engine did not
+// answer.
+export type LoadedSummaryConfig = { config: SummaryConfig; notice?: string; noSave?: string; unavailable?: boolean };
 
-// summaryConfigProblems names the fields that make parseSummaryConfig fall
-// back to the defaults (the seed's rule, kept: a config with one bad field
-// is the default config, recaps on); empty when the config is used.
-export function summaryConfigProblems(raw: unknown): string[] {
-	if (!raw || typeof raw !== "object" || Array.isArray(raw)) return [`the file holds ${Array.isArray(raw) ? "an array" : raw === null ? "null" : `a ${typeof raw}`}, not an object`];
-	const o = raw as Record<string, unknown>;
-	const out: string[] = [];
-	const show = (v: unknown) => echo(JSON.stringify(v) ?? String(v), 60);
-	if (o.enabled !== undefined && typeof o.enabled !== "boolean") out.push(`"enabled" is ${show(o.enabled)}, want true or false`);
-	for (const k of ["provider", "model"] as const) {
-		if (typeof o[k] !== "string" || !(o[k] as string).trim()) out.push(o[k] === undefined ? `"${k}" is missing` : `"${k}" is ${show(o[k])}, want a name`);
-	}
-	if (!REASONING_LEVELS.includes(o.reasoning as ReasoningLevel)) out.push(o.reasoning === undefined ? `"reasoning" is missing` : `"reasoning" is ${show(o.reasoning)}, want one of ${REASONING_LEVELS.join(", ")}`);
-	return out;
+// readSummaryConfig asks the engine for the config at file. Without an
+// answer recaps are off for now: the engine writes every recap's request,
+// so none could be sent anyway, and nothing is assumed of a file it could
+// not read.
+export async function readSummaryConfig(ask: Kit["ask"], file: string): Promise<LoadedSummaryConfig> {
+	const a = await ask<LoadedSummaryConfig>("recap.config", { path: file }, { timeoutMs: 3_000 });
+	const r = a?.result;
+	if (!r || typeof r !== "object" || !r.config || typeof r.config.enabled !== "boolean") return { config: { ...DEFAULT_SUMMARY_CONFIG, enabled: false }, unavailable: true };
+	return r;
 }
-
-// loadSummaryConfig reads the config; a missing or unreadable file, or one
-// that is no JSON, gives the defaults. Only a regular file of at most
-// CONFIG_MAX_BYTES is read: a FIFO in its place blocked every recap and
-// /recap forever, and /dev/zero would fill memory. What made it fall back
-// to the defaults (a missing file is no problem) goes to onProblem.
-export async function loadSummaryConfig(file: string, onProblem?: (problem: string) => void): Promise<SummaryConfig> {
-	const fallback = (why: string) => {
-		onProblem?.(`${file}: ${why}`);
-		return { ...DEFAULT_SUMMARY_CONFIG };
-	};
-	try {
-		const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-		try {
-			const st = await fh.stat();
-			if (!st.isFile()) return fallback("not a regular file");
-			if (st.size > CONFIG_MAX_BYTES) return fallback(`${st.size} bytes, over ${CONFIG_MAX_BYTES}`);
-			const buf = Buffer.alloc(CONFIG_MAX_BYTES + 1);
-			const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-			if (bytesRead > CONFIG_MAX_BYTES) return fallback(`over ${CONFIG_MAX_BYTES} bytes`);
-			let raw: unknown;
-			try {
-				raw = JSON.parse(buf.subarray(0, bytesRead).toString("utf8"));
-			} catch (e) {
-				return fallback(`not JSON (${echo((e as Error).message, 120)})`);
-			}
-			const problems = summaryConfigProblems(raw);
-			if (problems.length) return fallback(problems.join("; "));
-			return parseSummaryConfig(raw);
-		} finally {
-			await fh.close();
-		}
-	} catch (e) {
-		if ((e as NodeJS.ErrnoException)?.code === "ENOENT") return { ...DEFAULT_SUMMARY_CONFIG };
-		return fallback(echo((e as Error)?.message ?? String(e), 160));
-	}
-}
-
-// CONFIG_MAX_BYTES bounds the config file read: far above a real one.
-export const CONFIG_MAX_BYTES = 64 << 10;
 
 // saveSummaryConfig writes the config atomically (a temporary file, then a
 // rename) with mode 0600 in a 0700 directory, within SAVE_TIMEOUT_MS, and
@@ -527,7 +477,7 @@ export class RecapController {
 		try {
 			await this.write(config, ac.signal);
 		} catch (e) {
-			console.error(`pi-session: recap: ${(e as Error).message}`);
+			log(`pi-session: recap: ${(e as Error).message}`);
 		} finally {
 			this.host.end();
 			this.tasks.delete(task);

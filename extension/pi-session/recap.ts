@@ -10,15 +10,14 @@ import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@e
 import { getAgentDir, getMarkdownTheme, ThinkingSelectorComponent } from "@earendil-works/pi-coding-agent";
 import { getSupportedThinkingLevels } from "@earendil-works/pi-ai/models";
 import { Box, Markdown, Spacer, Text } from "@earendil-works/pi-tui";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
+import { echo, notify, status, visible } from "./sink.ts";
 import {
 	anyChildRunning,
 	cheapestFirst,
 	configPath,
-	DEFAULT_SUMMARY_CONFIG,
-	echo,
 	isRecapEntryData,
-	loadSummaryConfig,
+	readSummaryConfig,
 	modelLabel,
 	onActivity,
 	RECAP_ENTRY,
@@ -41,27 +40,31 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 	let child = false;
 	let unsubscribe: (() => void) | undefined;
 	const file = () => configPath(getAgentDir());
-	// A config that falls back to the defaults is said once a session per
-	// cause: the defaults turn recaps on and name a model you may not have.
+	// What is wrong with the config (the engine's notice: the problems,
+	// placed in the file, and what they mean) is said once a session per
+	// cause.
 	let told = "";
-	const configProblem = (problem: string) => {
-		if (problem === told) return;
-		told = problem;
-		const text = `Recap: ${problem}; the defaults are used (recaps on, ${DEFAULT_SUMMARY_CONFIG.provider}/${DEFAULT_SUMMARY_CONFIG.model}). Fix the file, or choose again with /recap.`;
+	const configProblem = (notice: string) => {
+		if (notice === told) return;
+		told = notice;
 		try {
-			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
-			else console.error(text);
+			notify(ctx, `Recap: ${notice}`, "warning");
 		} catch {
 			// a context of a session that ended
 		}
+	};
+	const loadConfig = async () => {
+		const l = await readSummaryConfig(kit.ask, file());
+		if (l.notice) configProblem(l.notice);
+		return l;
 	};
 
 	const controller = new RecapController({
 		isIdle: () => ctx?.isIdle() ?? false,
 		hasPendingMessages: () => ctx?.hasPendingMessages() ?? true,
 		leafId: () => ctx?.sessionManager.getLeafId() ?? null,
-		config: () => loadSummaryConfig(file(), configProblem),
-		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: 30_000, signal }))?.result,
+		config: async () => (await loadConfig()).config,
+		prepare: async (run, signal) => (await kit.ask<Prepared>("recap.prepare", run, { timeoutMs: Deadline.command, signal }))?.result,
 		summarize: (p, config, signal) => {
 			const registry = ctx!.modelRegistry;
 			return summarizeRun(
@@ -69,7 +72,7 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 					find: (provider, model) => registry.find(provider, model),
 					hasAuth: (model) => registry.hasConfiguredAuth(model),
 					complete: (model, context, options) => registry.streamSimple(model, context as any, options).result() as any,
-					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: 10_000 }))?.result,
+					verdict: async (answer) => (await kit.ask<Verdict>("recap.verdict", answer, { timeoutMs: Deadline.command }))?.result,
 				},
 				p,
 				config,
@@ -77,15 +80,9 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			);
 		},
 		append: (data) => pi.appendEntry<RecapEntryData>(RECAP_ENTRY, data),
-		status: (text) => {
-			try {
-				if (ctx?.hasUI) ctx.ui.setStatus(STATUS_KEY, text);
-			} catch {
-				// a context of a session that ended
-			}
-		},
+		status: (text) => status(ctx, STATUS_KEY, text),
 		warn: (text) => {
-			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+			if (ctx?.hasUI) notify(ctx, text, "warning");
 		},
 		begin: () => kit.arbiter.begin("recap"),
 		end: () => kit.arbiter.end("recap"),
@@ -137,12 +134,14 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 			box.addChild(new Text(theme.fg("warning", "Recap unavailable"), 0, 0));
 			return box;
 		}
+		// The card is read back from the session file, which anything may
+		// have written: its text is written out visibly.
 		box.addChild(new Text(theme.fg("accent", theme.bold("✦ Recap")), 0, 0));
 		box.addChild(new Spacer(1));
-		box.addChild(new Markdown(data.recap, 0, 0, getMarkdownTheme()));
-		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${data.next}`, 0, 0));
+		box.addChild(new Markdown(visible(data.recap), 0, 0, getMarkdownTheme()));
+		if (data.next) box.addChild(new Text(`${theme.fg("muted", "Next:")} ${visible(data.next)}`, 0, 0));
 		if (expanded) {
-			const source = `${echo(`${data.provider}/${data.model}`)} · ${data.reasoning}${data.fallback ? " · local fallback" : ""}`;
+			const source = `${echo(`${data.provider}/${data.model}`)} · ${visible(data.reasoning)}${data.fallback ? " · local fallback" : ""}`;
 			box.addChild(new Text(theme.fg("dim", source), 0, 0));
 		}
 		return box;
@@ -152,17 +151,25 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		description: "Run recaps: choose the recap model and its reasoning, or turn recaps on and off",
 		handler: async (_args, c) => {
 			if (c.mode !== "tui") {
-				if (c.hasUI) c.ui.notify("Recap settings are only available in the TUI.", "info");
-				else console.error("Recap settings are only available in the TUI.");
+				notify(c, "Recap settings are only available in the TUI.", "info");
 				return;
 			}
-			const config = await loadSummaryConfig(file(), configProblem);
+			const loaded = await loadConfig();
+			if (loaded.unavailable) {
+				notify(c, "Recap settings are unavailable: pi-session's engine is not answering, so recaps are off for now.", "warning");
+				return;
+			}
+			const config = loaded.config;
 			const change = "Change model…";
 			const toggle = config.enabled ? "Disable recaps" : "Enable recaps";
 			const choice = await c.ui.select("Recap", [change, toggle]);
+			if (choice !== change && choice !== toggle) return;
+			if (loaded.noSave) {
+				notify(c, `Could not save the private summary config: ${loaded.noSave}`, "error");
+				return;
+			}
 			if (choice === change) return changeModel(c, config);
-			if (choice !== toggle) return;
-			await toggleRecaps(file(), config, controller, (text, level) => c.ui.notify(text, level));
+			await toggleRecaps(file(), config, controller, (text, level) => notify(c, text, level));
 		},
 	});
 
@@ -175,10 +182,10 @@ export function registerRecap(pi: ExtensionAPI, kit: Kit) {
 		try {
 			await saveSummaryConfig(file(), next);
 		} catch {
-			c.ui.notify("Could not save the private summary model config.", "error");
+			notify(c, "Could not save the private summary model config.", "error");
 			return;
 		}
-		c.ui.notify(`Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
+		notify(c, `Summary model: ${echo(`${next.provider}/${next.model}`)} · ${next.reasoning}`, "info");
 	};
 }
 
@@ -188,10 +195,10 @@ type Model = ReturnType<ExtensionContext["modelRegistry"]["getAvailable"]>[numbe
 async function pickModel(c: ExtensionCommandContext): Promise<Model | undefined> {
 	const models = cheapestFirst(c.modelRegistry.getAvailable() as Model[]);
 	if (models.length === 0) {
-		c.ui.notify("No configured models are available for run recaps.", "warning");
+		notify(c, "No configured models are available for run recaps.", "warning");
 		return undefined;
 	}
-	const labels = models.map((m) => modelLabel(m));
+	const labels = models.map((m) => visible(modelLabel(m)));
 	const choice = await c.ui.select("Recap model", labels);
 	if (choice === undefined) return undefined;
 	return models[labels.indexOf(choice)];

@@ -10,7 +10,8 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { createHash, randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Code, EngineError } from "./client.ts";
-import type { Kit } from "./kit.ts";
+import { Deadline, type Kit } from "./kit.ts";
+import { notify, tool } from "./sink.ts";
 
 // MARKER starts the customInstructions of a relay's compaction: the engine
 // answers only compactions that carry it (with this relay's token).
@@ -124,7 +125,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	// discard removes a relay's note: through the engine by token (which also
 	// stops a note still being written), and directly when its path is known.
 	const discard = (p: Pending) => {
-		void kit.ask("relay.discard", { token: p.token }, { timeoutMs: 3000 });
+		void kit.ask("relay.discard", { token: p.token }, { timeoutMs: Deadline.background });
 		if (p.notePath) {
 			try {
 				rmSync(p.notePath, { force: true });
@@ -157,7 +158,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 						tokensBefore: event.preparation?.tokensBefore ?? 0,
 						token: p.token,
 					},
-					{ signal, timeoutMs: 60_000 },
+					{ signal, timeoutMs: Deadline.work },
 				)
 			).result;
 		} catch (e) {
@@ -201,7 +202,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 					keptFrom: o.ok ? (p.keptFrom ?? "") : "",
 					ok: o.ok,
 					error: o.error,
-				}, { timeoutMs: 2000 });
+				}, { timeoutMs: Deadline.background });
 				// A lost log line (a full disk): the engine says so once.
 				if (logged?.result?.warning) notice(ctx, `context-relay: ${logged.result.warning}`, "warning");
 				resolve(o);
@@ -225,10 +226,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		});
 	};
 
-	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => {
-		if (ctx.hasUI) ctx.ui.notify(text, level);
-		else console.error(text);
-	};
+	const notice = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error" = "info") => notify(ctx, text, level);
 
 	// grown: automatic relays wait until the context grew by minGrowthTokens
 	// since the last relay (unknown right after one: no relay then).
@@ -243,7 +241,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 				const draft = ctx.ui.getEditorText?.() ?? "";
 				ctx.ui.setEditorText([draft, m.text].filter((s) => s.trim() !== "").join("\n\n"));
 				const imgs = m.images.length ? `; re-attach ${m.images.length} image${m.images.length > 1 ? "s" : ""}` : "";
-				ctx.ui.notify(`context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
+				notice(ctx, `context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
 			}
 			return;
 		}
@@ -330,7 +328,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 				else notice(ctx, `context-relay: relay failed: ${o.error}`, "error");
 			},
 		});
-		pi.registerTool({
+		pi.registerTool(tool({
 			name: "recall",
 			label: "Recall",
 			description:
@@ -351,13 +349,13 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			} as any,
 			async execute(_id, params, signal, _onUpdate, ctx) {
 				try {
-					const a = await kit.call<{ text: string }>("relay.recall", { leafId: ctx.sessionManager.getLeafId() ?? "", args: params }, { signal, timeoutMs: 60_000 });
+					const a = await kit.call<{ text: string }>("relay.recall", { leafId: ctx.sessionManager.getLeafId() ?? "", args: params }, { signal, timeoutMs: Deadline.work });
 					return { content: [{ type: "text" as const, text: a.result.text }], details: {} };
 				} catch (e) {
 					throw new Error(explain(e as EngineError));
 				}
 			},
-		});
+		}));
 		kit.arbiter.onCompaction("relay", claim);
 		kit.arbiter.onInput("relay", onInput);
 		pi.on("before_provider_request", () => {
@@ -377,7 +375,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		// After any compaction (a relay or pi's own), what left the context is
 		// indexed for recall in the background.
 		pi.on("session_compact", () => {
-			void kit.ask("relay.warm", {}, { timeoutMs: 2000 });
+			void kit.ask("relay.warm", {}, { timeoutMs: Deadline.background });
 		});
 		pi.on("session_before_switch", () => {
 			generation++;
@@ -395,7 +393,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		const h = kit.hello();
 		active = !!h && !h.subagent && !h.headless && h.role === "main";
 		if (!active) return;
-		const c = await kit.ask<{ config: any; warnings: string[]; path?: string }>("relay.config", {}, { timeoutMs: 3000 });
+		const c = await kit.ask<{ config: any; warnings: string[]; path?: string }>("relay.config", {}, { timeoutMs: Deadline.start });
 		cfg = readConfig(c?.result.config);
 		warnings = c?.result.warnings ?? [];
 		configPath = c?.result.path ?? configPath;

@@ -1,7 +1,10 @@
-// Under plain pi (no pi-session wrapper, so no PI_SESSION_SOCKET), the
-// extension starts the engine host itself: `pi-session serve --pid <pi>`,
-// which prints its socket and exits when this pi exits. One host per pi
-// process, shared by every session runtime in it.
+// Where the extension finds its engine host. Under the wrapper it is the
+// wrapper's (PI_SESSION_SOCKET); under plain pi the extension starts one
+// itself: `pi-session serve --pid <pi>`, which prints its socket and exits
+// when this pi exits. One such host per pi process, shared by every
+// session runtime in it. A host that stops answering is left like a dead
+// one: one this process started is ended and replaced, the wrapper's is
+// left to the wrapper and a serve stands in until it answers again.
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -25,8 +28,9 @@ export function binary(env: NodeJS.ProcessEnv = process.env, dir = packageDir): 
 }
 
 const SERVE = Symbol.for("pi-session.serve");
-type Serve = { child: ChildProcess; socket: Promise<string> };
-type Slot = { [SERVE]?: Serve };
+const STUCK = Symbol.for("pi-session.stuck");
+type Serve = { child: ChildProcess; socket: Promise<string>; path?: string; users: Set<object> };
+type Slot = { [SERVE]?: Serve; [STUCK]?: Map<string, number> };
 
 function alive(c: ChildProcess): boolean {
 	return c.exitCode === null && c.signalCode === null;
@@ -60,6 +64,7 @@ export function ensureServe(bin = binary(), timeoutMs = 5000): Promise<string> {
 			try {
 				const ready = JSON.parse(out.slice(0, nl)) as { socket?: string };
 				if (!ready.socket) throw new Error("no socket in " + out.slice(0, nl));
+				serve.path = ready.socket;
 				resolve(ready.socket);
 			} catch (e) {
 				fail((e as Error).message);
@@ -74,7 +79,8 @@ export function ensureServe(bin = binary(), timeoutMs = 5000): Promise<string> {
 		child.once("exit", (code, sig) => fail(`exited (${sig ?? code}) before it was ready`));
 	});
 	socket.catch(() => {}); // callers see the rejection; do not crash pi on it
-	g[SERVE] = { child, socket };
+	const serve: Serve = { child, socket, users: new Set() };
+	g[SERVE] = serve;
 	return socket;
 }
 
@@ -84,4 +90,84 @@ export function stopServe(): void {
 	const cur = g[SERVE];
 	delete g[SERVE];
 	if (cur && alive(cur.child)) cur.child.kill("SIGTERM");
+}
+
+// abandonServe ends the engine host this process started if it listens on
+// socket (it stopped answering), so that ensureServe starts a fresh one:
+// SIGTERM, and SIGKILL a second later if it has not exited (a stopped
+// process acts on no other signal), then its socket file is removed.
+export function abandonServe(socket: string, graceMs = 1000): boolean {
+	const g = globalThis as Slot;
+	const cur = g[SERVE];
+	if (!cur || cur.path !== socket) return false;
+	delete g[SERVE];
+	const child = cur.child;
+	if (!alive(child)) return true;
+	const kill = setTimeout(() => alive(child) && child.kill("SIGKILL"), graceMs);
+	kill.unref?.();
+	child.once("exit", () => {
+		clearTimeout(kill);
+		try {
+			if (fs.lstatSync(socket).isSocket()) fs.rmSync(socket, { force: true });
+		} catch {
+			// gone already: it removed its own
+		}
+	});
+	child.kill("SIGTERM");
+	return true;
+}
+
+// HostFinder finds this session's engine host and keeps one that stopped
+// answering out of the way (see Hosts in client.ts): the wrapper's socket
+// (primary) unless it stopped answering, else a serve this process starts,
+// until the wrapper answers a hello again. One finder per client.
+export class HostFinder {
+	private primary: string | undefined;
+	private start: () => Promise<string>;
+
+	constructor(primary: string | undefined, start: () => Promise<string> = () => ensureServe()) {
+		this.primary = primary || undefined;
+		this.start = start;
+	}
+
+	find = async (): Promise<string> => {
+		const p = this.primary;
+		if (p && !stuckMarks().has(p)) return p;
+		try {
+			return await this.start();
+		} catch (e) {
+			// No stand-in: the wrapper's host is tried again next time.
+			if (p) stuckMarks().delete(p);
+			throw e;
+		}
+	};
+
+	stuck = (socket: string): void => {
+		if (socket === this.primary) stuckMarks().set(socket, Date.now());
+		else abandonServe(socket);
+	};
+
+	found = (socket: string): void => {
+		if (socket === this.primary) stuckMarks().delete(socket);
+		const cur = (globalThis as Slot)[SERVE];
+		if (cur && cur.path === socket) cur.users.add(this);
+	};
+
+	// retired: this client went back to the wrapper's host; a serve that
+	// stood in and that no other session of the process uses is ended.
+	retired = (socket: string): void => {
+		const cur = (globalThis as Slot)[SERVE];
+		if (!cur || cur.path !== socket) return;
+		cur.users.delete(this);
+		if (cur.users.size === 0 && this.primary) stopServe();
+	};
+
+	better = (socket: string): string | undefined => (this.primary && socket !== this.primary ? this.primary : undefined);
+}
+
+// stuckMarks are the wrapper sockets that stopped answering, process-wide
+// (every session of the process leaves them alike), with when.
+function stuckMarks(): Map<string, number> {
+	const g = globalThis as Slot;
+	return (g[STUCK] ??= new Map());
 }

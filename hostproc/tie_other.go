@@ -1,0 +1,9 @@
+//go:build !linux
+
+package hostproc
+
+import "syscall"
+
+const supported = false
+
+func tie(*syscall.SysProcAttr, syscall.Signal) {}
