@@ -142,7 +142,9 @@ func TestNoteOfEnormousMessages(t *testing.T) {
 }
 
 // TestCutAsBefore: cut, which reads only as far as it cuts, gives what
-// cutting the whole string as characters gives, invalid UTF-8 included.
+// cutting the whole string as characters gives, invalid UTF-8 included,
+// and a control character counted as it is written out (\x1b: 4), so
+// that what is cut to n is n long at most.
 func TestCutAsBefore(t *testing.T) {
 	old := func(s string, n int) string {
 		if runes(s) <= n {
@@ -151,19 +153,30 @@ func TestCutAsBefore(t *testing.T) {
 		if n <= 1 {
 			return "…"
 		}
-		r := []rune(s)
-		return strings.TrimRight(string(r[:n-1]), " ") + "…"
+		var head []rune
+		w := 0
+		for _, r := range s {
+			if w += runes(string(r)); w > n-1 {
+				break
+			}
+			head = append(head, r)
+		}
+		return strings.TrimRight(string(head), " ") + "…"
 	}
 	r := rand.New(rand.NewPCG(5, 6))
-	alphabet := []string{"a", " ", "é", "日", "😀", "\xff", "\xe3\x81", "\n"}
+	alphabet := []string{"a", " ", "é", "日", "😀", "\xff", "\xe3\x81", "\n", "\x1b", "\u009b", "\x7f"}
 	for range 5000 {
 		var b strings.Builder
 		for range r.IntN(40) {
 			b.WriteString(alphabet[r.IntN(len(alphabet))])
 		}
 		s, n := b.String(), r.IntN(45)
-		if got, want := cut(s, n), old(s, n); got != want {
+		got := cut(s, n)
+		if want := old(s, n); got != want {
 			t.Fatalf("cut(%q, %d) = %q, want %q", s, n, got, want)
+		}
+		if runes(got) > max(n, 1) {
+			t.Fatalf("cut(%q, %d) = %q: %d characters", s, n, got, runes(got))
 		}
 	}
 }

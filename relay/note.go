@@ -676,8 +676,9 @@ func extraSection(extra []Section, budget int) string {
 // its sections are measured as they will read.
 func runes(s string) int { return clip.VisibleLen(s) }
 
-// cut cuts s to n characters, ending in "…" when cut. It reads only
-// as far as the cut: the sections cut long texts many times over.
+// cut cuts s to n characters as runes counts them (a control character
+// as it is written out), ending in "…" when cut. It reads only as far as
+// the cut: the sections cut long texts many times over.
 func cut(s string, n int) string {
 	if atMost(s, n) {
 		return s
@@ -692,19 +693,24 @@ func cut(s string, n int) string {
 	return strings.TrimRight(head, " ") + "…"
 }
 
-// atMost reports whether s has at most n characters, reading no further.
+// atMost reports whether runes(s) <= n, reading no further than n
+// characters of s.
 func atMost(s string, n int) bool {
-	return len(s) <= n || runeOffset(s, n) == len(s)
+	if len(s) <= n && !strings.ContainsFunc(s, clip.IsControl) {
+		return true
+	}
+	return runeOffset(s, n) == len(s)
 }
 
-// runeOffset is the byte offset of character n of s (len(s) past its end).
+// runeOffset is the byte offset in s past its longest start of at most n
+// characters as runes counts them (len(s) when all of s is).
 func runeOffset(s string, n int) int {
-	i := 0
-	for ; n > 0 && i < len(s); n-- {
-		_, w := utf8.DecodeRuneInString(s[i:])
-		i += w
+	for i, r := range s {
+		if n -= clip.VisibleLen(string(r)); n < 0 {
+			return i
+		}
 	}
-	return i
+	return len(s)
 }
 
 // headTail keeps the start and the end of s within n characters.
