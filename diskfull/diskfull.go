@@ -19,7 +19,15 @@ import (
 func Mount(t testing.TB, size int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tmpfs")
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	MountOn(t, dir, size)
+	return dir
+}
+
+// MountOn is Mount on dir, made when missing: a directory a program under
+// test writes into (a state directory under an agent directory).
+func MountOn(t testing.TB, dir string, size int) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	opts := "size=" + strconv.Itoa(size) + ",mode=0700"
@@ -34,7 +42,6 @@ func Mount(t testing.TB, size int) string {
 			t.Errorf("diskfull: unmount %s: %v", dir, err)
 		}
 	})
-	return dir
 }
 
 // Fill takes every free byte of the file system dir is on, with a file in
