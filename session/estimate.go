@@ -545,11 +545,29 @@ func assistantUsage(m Message) (int, bool) {
 	if m.Role != "assistant" {
 		return 0, false
 	}
-	switch memberSpan(m.Raw, "stopReason").str(m.Raw) {
+	// Both members in one pass: the content before them can be megabytes.
+	stop, u := absent, absent
+	if i := skipSpace(m.Raw, 0); i < len(m.Raw) && m.Raw[i] == '{' {
+		_, _ = forEachMember(m.Raw, i, func(k []byte, start int) (int, error) {
+			at := &stop
+			switch {
+			case jsonscan.KeyEquals(k, "stopReason"):
+			case jsonscan.KeyEquals(k, "usage"):
+				at = &u
+			default:
+				return 0, nil
+			}
+			end, err := skipValue(m.Raw, start)
+			if err == nil {
+				*at = span{start, end}
+			}
+			return end, err
+		})
+	}
+	switch stop.str(m.Raw) {
 	case "aborted", "error":
 		return 0, false
 	}
-	u := memberSpan(m.Raw, "usage")
 	if !u.isObject(m.Raw) {
 		return 0, false
 	}

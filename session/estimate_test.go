@@ -1,7 +1,9 @@
 package session
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -143,6 +145,37 @@ func TestCurrentSystemChars(t *testing.T) {
 	} {
 		if got := currentSystemChars(tc.msgs); got != tc.want {
 			t.Errorf("%s: currentSystemChars = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAssistantUsage: the usage an assistant message reports counts unless
+// it stopped aborted or in an error, wherever its members stand (both are
+// found in one pass, after a content of any length).
+func TestAssistantUsage(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want int
+		ok   bool
+	}{
+		{`{"role":"assistant","usage":{"totalTokens":1120},"stopReason":"stop"}`, 1120, true},
+		{`{"content":[{"type":"text","text":"` + strings.Repeat("x", 5000) + `"}],"role":"assistant","stopReason":"toolUse","usage":{"input":10,"output":100,"cacheRead":1000,"cacheWrite":10}}`, 1120, true},
+		{`{"role":"assistant","stopReason":"aborted","usage":{"totalTokens":5}}`, 0, false},
+		{`{"role":"assistant","usage":{"totalTokens":5},"stopReason":"error"}`, 0, false},
+		{`{"role":"assistant","stopReason":"error","stopReason":"stop","usage":{"totalTokens":7}}`, 7, true},
+		{`{"role":"assistant","usage":[1,2]}`, 0, false},
+		{`{"role":"assistant","usage":{"totalTokens":0}}`, 0, false},
+		{`{"role":"assistant"}`, 0, false},
+	} {
+		var m struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal([]byte(tc.raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := assistantUsage(Message{Role: m.Role, Raw: json.RawMessage(tc.raw)})
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("assistantUsage(%.80s) = %d, %v; want %d, %v", tc.raw, got, ok, tc.want, tc.ok)
 		}
 	}
 }
