@@ -3,7 +3,9 @@
 GO        ?= go
 NPM       ?= npm
 PREFIX    ?= $(HOME)/.local
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The nearest release tag (v0.1.0, v0.1.0-3-g1a2b3c4, -dirty); empty without
+# one or without git: then pi-session reports what Go recorded (see version.go).
+VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION)
 TOOLS     := tools/node_modules
 TOOLS_OK  := $(TOOLS)/.installed
@@ -27,8 +29,8 @@ check: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: tools check ## run every test, end-to-end tests with real pi included
-	$(GO) test -count=1 -timeout 30m ./...
+test: tools check ## run every test, end-to-end tests with real pi included, then the totals
+	@GO=$(GO) bash scripts/test.sh
 
 bench: tools build ## run the benchmarks and print ratios against same-run baselines
 	bash scripts/bench.sh
@@ -37,9 +39,7 @@ demo: tools build ## run pi under pi-session offline with a scripted model
 	bash demo/run.sh
 
 install: build ## install pi-session into $(PREFIX)/bin (then: alias pi=pi-session)
-	install -d $(PREFIX)/bin
-	install -m 0755 $(BIN) $(PREFIX)/bin/pi-session
-	@echo "installed $(PREFIX)/bin/pi-session; add to your shell: alias pi=pi-session"
+	@bash scripts/install.sh $(BIN) $(PREFIX)
 
 fuzz: ## run every fuzzer for FUZZTIME (default 30s) and keep new corpus entries in testdata/fuzz
 	bash scripts/fuzz.sh $(or $(FUZZTIME),30s)

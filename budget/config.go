@@ -266,12 +266,11 @@ func ParseConfig(data []byte) (Config, []ConfigError) {
 	}
 	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
+	if p, what, ok := jsonpos.NotObject(data); !ok {
+		return forceObserve(c), append(errs, ConfigError{Message: what + "; want a JSON object of the budget's settings", Line: p.Line, Column: p.Column})
+	}
 	if err := dec.Decode(&top); err != nil || top == nil {
-		msg := "not a JSON object"
-		if err != nil {
-			msg = fmt.Sprintf("not a JSON object: %v", err)
-		}
-		return forceObserve(c), append(errs, ConfigError{Message: msg})
+		return forceObserve(c), append(errs, ConfigError{Message: fmt.Sprintf("not a JSON object: %v", err)})
 	}
 	if dec.More() {
 		return forceObserve(c), append(errs, ConfigError{Message: "extra data after the JSON object"})

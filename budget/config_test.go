@@ -21,7 +21,7 @@ func TestParseConfig(t *testing.T) {
 		{"empty object", `{}`, ModeObserve, nil},
 		{"enforce", `{"mode":"enforce"}`, ModeEnforce, nil},
 		{"full", `{"mode":"enforce","resumeChecks":{"coord":"bash /x.sh"},"overflowRecovery":false,"main":{"soft":1,"handoff":2,"hard":3,"minProgress":1},"subagent":{"soft":1,"handoff":2,"hard":3,"minProgress":1},"models":{"p/m":{"main":{"hard":5}}},"enforceCwds":["/w","/x/**"],"idleMinutes":1.5,"idleMinTokens":10,"keepRecentTokens":10,"maxHandoffsPerSession":3,"loop":{"maxHandoffsWithoutProgress":1,"withinTurns":2},"handoffGrace":{"enabled":false,"calls":1,"fraction":1}}`, ModeEnforce, nil},
-		{"not JSON", `{`, ModeObserve, []string{": not a JSON object"}},
+		{"not JSON", `{`, ModeObserve, []string{": unexpected end of file: the JSON is cut short; want a JSON object of the budget's settings"}},
 		{"bad mode", `{"mode":"strict"}`, ModeObserve, []string{`mode: must be "off", "observe" or "enforce", got "strict"`}},
 		{"negative", `{"mode":"enforce","main":{"soft":-1,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main.soft: must be a positive finite number, got -1"}},
 		{"order", `{"mode":"enforce","main":{"soft":5,"handoff":2,"hard":3,"minProgress":1}}`, ModeObserve, []string{"main: soft <= handoff <= hard is required"}},

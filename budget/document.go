@@ -76,7 +76,7 @@ type DocLimits struct {
 	Total, Narrative, UserMessages, Resume, WorkingTree, RepoLine, Repos, WatchActions, Lint, Discarded int
 }
 
-// DefaultDocLimits are the seed's: 52 KiB in all, 12 KiB of narrative,
+// DefaultDocLimits are context-budget's: 52 KiB in all, 12 KiB of narrative,
 // 4 KiB each of user messages and resume check, 1 KiB of working-tree
 // lines (at most 30), 8 repository lines of 300 bytes, 3 KiB of watch
 // actions, 1 KiB each of lint and discarded drafts.

@@ -437,7 +437,7 @@ func (e *Engine) writeStatus(s *sess) {
 	}()
 }
 
-// statusFields returns a function setting the seed's budget fields of a
+// statusFields returns a function setting context-budget's status fields of a
 // record from s (called with s.mu held).
 func (s *sess) statusFields() func(*status.Record) {
 	st, lim, done := s.state, s.limits, s.done

@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/pi-session/pi-session/atomicfile"
+	"github.com/pi-session/pi-session/gitexclude"
 	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
 )
@@ -36,6 +37,9 @@ type Sidecar struct {
 	// recovered says where a prior handoff's fields came from when not
 	// from this sidecar: "markdown", or why nothing could be read.
 	recovered string
+	// excludeWarning says that .ai-work/ could not be listed in the
+	// repository's exclude file (CreateHandoff; once a process).
+	excludeWarning string
 }
 
 // HandoffDir is <repo root or cwd>/.ai-work/handoffs.
@@ -86,6 +90,9 @@ func CreateHandoff(dir, sessionID string, after int, build func(n int) (*Sidecar
 	if _, err := owndir.Make(dir, 2); err != nil {
 		return nil, "", fmt.Errorf("budget: handoff directory: %w", err)
 	}
+	// The whole .ai-work/ stays out of the user's commits: listed in the
+	// repository's .git/info/exclude, once.
+	excludeWarning := gitexclude.Add(filepath.Dir(dir))
 	for try := 0; try < maxHandoffTries; try++ {
 		n := NextN(dir, sessionID, after)
 		sc, doc, err := build(n)
@@ -94,6 +101,7 @@ func CreateHandoff(dir, sessionID string, after int, build func(n int) (*Sidecar
 		}
 		err = WriteHandoff(dir, sc, doc)
 		if err == nil {
+			sc.excludeWarning = excludeWarning
 			return sc, doc, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {

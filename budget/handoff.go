@@ -162,6 +162,9 @@ func (e *Engine) Handoff(ctx context.Context, p Peer, arm ArmFunc, hp HandoffPar
 	if dirWarning != "" {
 		note = "Warning: " + dirWarning + "."
 	}
+	if sc.excludeWarning != "" {
+		note = strings.TrimSpace(note + " Warning: " + sc.excludeWarning + ".")
+	}
 	return HandoffAnswer{Text: s.writtenText(path, len(doc), len(m.Lint), manual, note), Details: &details, View: s.view()}
 }
 

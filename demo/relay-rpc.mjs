@@ -26,13 +26,24 @@ pi.stdout.on("data", (chunk) => {
 		if (r.type === "extension_ui_request" && r.method === "notify") console.log(`  [notice] ${r.message}`);
 		if (r.type === "message_end" && r.message?.role === "assistant") {
 			const text = (r.message.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("\n");
-			const shown = text.length > 400 ? `${text.slice(0, 400)}… (${text.length} characters)` : text;
+			const shown = preview(text, 400);
 			if (shown) console.log(shown.replace(/^/gm, "  "));
 			for (const b of r.message.content ?? []) if (b.type === "toolCall") console.log(`  [tool call] ${b.name}(${JSON.stringify(b.arguments)})`);
 		}
 		for (const w of [...waiters]) if (w.match(r)) waiters.splice(waiters.indexOf(w), 1), w.resolve(r);
 	}
 });
+// preview is text cut to about max characters at a line's end (or, in a
+// first line longer than that, at a space), never inside a word, with the
+// whole length said after it.
+function preview(text, max) {
+	if (text.length <= max) return text;
+	let end = text.lastIndexOf("\n", max);
+	if (end <= 0) end = text.lastIndexOf(" ", max);
+	if (end <= 0) end = text.search(/\s/);
+	if (end <= 0) return text; // one word: shown whole
+	return `${text.slice(0, end).trimEnd()}\n… (${text.length} characters in all)`;
+}
 const wait = (match) => new Promise((resolve) => waiters.push({ match, resolve }));
 
 let id = 0;

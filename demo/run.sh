@@ -80,34 +80,56 @@ resume_line() {
   fi
 }
 
+# wrap fits text to $width columns at spaces and never cuts a word: a word
+# longer than the width (a path) gets a line of its own. Continued lines
+# keep the line's indentation, and a list item's ("  3. ", "  [notice] ").
+width=${COLUMNS:-80}
+wrap() {
+  LC_ALL=C awk -v w="$width" '
+    function len(s, t, n) { t = s; n = gsub(/[\200-\277]/, "", t); return length(s) - n } # characters of UTF-8
+    {
+      if (len($0) <= w) { print; next }
+      match($0, /^ *([0-9]+\. |\[[a-z ]+\] )?/)
+      first = substr($0, 1, RLENGTH); rest = substr($0, RLENGTH + 1)
+      match(first, /^ */); lead = substr(first, 1, RLENGTH)
+      indent = sprintf("%" len(first) "s", "")
+      if (len(indent) * 2 > w) indent = lead
+      n = split(rest, word, / /); out = first; empty = 1
+      for (i = 1; i <= n; i++) {
+        if (empty) { if (word[i] == "") continue; out = out word[i]; empty = 0; continue }
+        if (len(out) + 1 + len(word[i]) > w) { sub(/ +$/, "", out); print out; out = indent; empty = 1; i--; continue }
+        out = out " " word[i]
+      }
+      sub(/ +$/, "", out); if (!empty) print out
+    }'
+}
+
 if [ -t 0 ] && [ -t 1 ]; then
-  cat <<TXT
+  width=$(tput cols 2>/dev/null || true) # the terminal's width, 20 to 100
+  case $width in '' | *[!0-9]*) width=80 ;; esac
+  [ "$width" -le 100 ] || width=100
+  [ "$width" -ge 20 ] || width=20
+  wrap <<TXT
 pi-session demo: real pi 1.6 under pi-session, offline; the model is scripted.
   1. Type anything and press Enter: the scripted model answers.
-  2. Type  show me the build log : pi's bash prints a build log of $log_bytes bytes;
-     the offload engine keeps it out of the model's context behind a handle, and
-     the model reads back only the ERROR lines with ctx_read. Then /ce status
-     shows what that saved.
-  3. Type  /handoff finish the demo : the budget engine asks the model for a
-     context_handoff, writes it with the git state, and pi exits; pi-session
-     relaunches a fresh pi in this terminal that continues from it.
+  2. Type  show me the build log : pi's bash prints a build log of $log_bytes bytes; the offload engine keeps it out of the model's context behind a handle, and the model reads back only the ERROR lines with ctx_read. Then /ce status shows what that saved.
+  3. Type  /handoff finish the demo : the budget engine asks the model for a context_handoff, writes it with the git state, and pi exits; pi-session relaunches a fresh pi in this terminal that continues from it.
   4. Ctrl+Z stops pi, pi-session and this script (fg resumes); /quit leaves.
-  5. Leave pi alone for 30 s after a run: a "✦ Recap" card written by the demo's
-     recap model says what the run did and the next step (ctrl+o shows the model).
-  6. Type  fill the session  (a long report), then anything else, then  /relay : the
-     conversation becomes a deterministic handoff note plus the latest exchange, without a
-     model call. Ask  what did the report find?  : the model fetches it back with recall.
-Files of this run: $dir ($keep_note)
-Press Enter to start.
+  5. Leave pi alone for 30 s after a run: a "✦ Recap" card written by the demo's recap model says what the run did and the next step (ctrl+o shows the model).
+  6. Type  fill the session  (a long report), then anything else, then  /relay : the conversation becomes a handoff note plus the latest exchange, written without a model call. Ask  what did the report find?  : the model fetches it back with recall.
+Files of this run: $dir
+($keep_note). Press Enter to start.
 TXT
   read -r _
   status=0
   "$ps_bin" "${args[@]}" || status=$?
-  resume_line
+  resume_line | wrap
   exit "$status"
 fi
 
-# Not at a terminal (CI, a pipe): the same story in print mode.
+# Not at a terminal (CI, a pipe): the same story in print mode, fitted to
+# 80 columns (COLUMNS=... for another width).
+{
 echo "pi-session demo (print mode; run 'make demo' in a terminal for the TUI)"
 echo "build log for pi's bash: $log_bytes bytes"
 echo
@@ -127,7 +149,7 @@ echo "handoff written: $(ls "$dir/project/.ai-work/handoffs" | grep '\.md$')"
 session=$(grep -l 'show me the build log' "$dir"/agent/sessions/*/*.jsonl | head -1)
 echo
 echo "\$ pi-session engine recap <the build-log session>   # what a recap would send"
-"$ps_bin" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | cut -c1-160 | awk 'NR <= 24' # reads it all: no SIGPIPE under pipefail
+"$ps_bin" engine recap "$session" | sed -n '/^--- user message ---$/,$p' | awk 'NR <= 24' # reads it all: no SIGPIPE under pipefail
 
 # The relay scene: /relay exists in interactive and RPC sessions only, so
 # outside a terminal it runs in RPC mode.
@@ -137,3 +159,4 @@ node "$root/demo/relay-rpc.mjs" "$ps_bin" "${args[@]}" -- \
   "fill the session with the profiling report" "thanks; now check the tests" "/relay" "what did the report find?"
 echo
 echo "relay notes written: $(ls "$dir/agent/context-relay"/*/ 2>/dev/null | tr '\n' ' ')"
+} 2>&1 | wrap

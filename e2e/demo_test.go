@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/pitest"
 )
@@ -37,6 +38,17 @@ func TestDemoLeavesNothing(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// The text fits 80 columns, wrapped at spaces and never inside a word:
+	// a longer line is one word (a path) after its indentation, and the long
+	// report's preview ends with a whole line.
+	for i, line := range strings.Split(out, "\n") {
+		if utf8.RuneCountInString(line) > 80 && strings.Contains(strings.TrimSpace(line), " ") {
+			t.Errorf("demo output line %d is over 80 columns: %q", i+1, line)
+		}
+	}
+	if !regexp.MustCompile(`checked ok\n  … \(\d+ characters in all\)\n`).MatchString(out) {
+		t.Errorf("the long report's preview does not end with a whole line:\n%s", out)
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		var names []string

@@ -43,7 +43,7 @@ func TestDescribeProblems(t *testing.T) {
 		"problems  7 in the file",
 		"damaged.jsonl:3: \"timestamp\" is \"yesterday-ish\", not an ISO 8601 time",
 		"[timestamp]",
-		"damaged.jsonl:4: invalid JSON: invalid character 'o' in literal null at column 2: malformed line",
+		"damaged.jsonl:4:2: invalid JSON: invalid character 'o' in literal null: malformed line",
 		"damaged.jsonl:6: \"timestamp\" is \"later\"",
 		"2 more: pi-session engine session " + session,
 	} {

@@ -115,13 +115,95 @@ func TestOffloadEndToEnd(t *testing.T) {
 		t.Fatalf("/ce status: %v\n%s", err, out)
 	}
 	status := string(out)
-	for _, want := range []string{"Offloaded results: 1", "1 of 1 offloaded handles later read"} {
+	for _, want := range []string{"Tool results kept out of the model's context: 1\n", "Later: 1 of 1 result read back", "  " + handle + ": dump_file, "} {
 		if !strings.Contains(status, want) {
 			t.Errorf("/ce status --all lacks %q:\n%s", want, status)
 		}
 	}
-	if m := regexp.MustCompile(`mainTokensPrevented (\d+)`).FindStringSubmatch(status); m == nil || m[1] == "0" {
-		t.Errorf("/ce status reports no prevented tokens:\n%s", status)
+	if m := regexp.MustCompile(`Tokens kept out of the context \(about 4 bytes each\): ([\d,]+),`).FindStringSubmatch(status); m == nil || m[1] == "0" {
+		t.Errorf("/ce status reports no tokens kept out:\n%s", status)
+	}
+}
+
+// TestOffloadStatusBashFigures: pi's own bash prints 20,000 lines; it keeps
+// the last 50 KB in its result and the whole in a file. /ce status then
+// gives figures a user can check: what bash produced (the file's size),
+// what its result held, what the model saw instead (the notice it got),
+// the tokens kept out, and where the full output is (the handle and the
+// file), in plain words.
+func TestOffloadStatusBashFigures(t *testing.T) {
+	e := pitest.NewEnv(t)
+	tmp := t.TempDir()
+	e.Set("TMPDIR", tmp)
+	cmd := `awk 'BEGIN{for(i=1;i<=20000;i++){printf "build step %05d: compiling module_%d ... ok\n", i, i%300; if(i%4999==0) printf "build step %05d: ERROR linker\n", i}}'`
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"tool": "bash", "args": map[string]any{"command": cmd}},
+		{"tool": "ctx_read", "args": map[string]any{"id": "${lastHandle}", "query": "ERROR"}},
+		{"text": "found them"},
+	}})
+	_, reqs := printRun(t, e, "show me the build log", 3)
+	notice := lastToolResult(t, reqs[1])
+	handle := handleRE.FindString(notice)
+	logs, _ := filepath.Glob(filepath.Join(tmp, "pi-bash-*.log"))
+	if handle == "" || len(logs) != 1 {
+		t.Fatalf("handle %q, pi's full-output files %v; the notice:\n%.1000s", handle, logs, notice)
+	}
+	st, err := os.Stat(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := st.Size()
+
+	out, err := e.Command(pitest.Binary(t), append(e.PiArgs(), "-p", "/ce status --all")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("/ce status: %v\n%s", err, out)
+	}
+	status := string(out)
+	num := func(label string) int64 {
+		t.Helper()
+		m := regexp.MustCompile(regexp.QuoteMeta(label) + ` +([\d,]+) bytes`).FindStringSubmatch(status)
+		if m == nil {
+			t.Fatalf("/ce status has no %q figure:\n%s", label, status)
+		}
+		var n int64
+		fmt.Sscan(strings.ReplaceAll(m[1], ",", ""), &n)
+		return n
+	}
+	produced, held, seen := num("the tools produced:"), num("their results held:"), num("the model saw instead:")
+	if produced != full {
+		t.Errorf("the tools produced %d bytes, says /ce status; pi's file %s holds %d", produced, logs[0], full)
+	}
+	// pi's bash keeps at most 50 KB (and its own marker line).
+	if held < 40<<10 || held > 50<<10+400 {
+		t.Errorf("bash's result held %d bytes, want about pi's 50 KB limit", held)
+	}
+	if seen != int64(len(notice)) {
+		t.Errorf("the model saw %d bytes, says /ce status; its request holds a notice of %d", seen, len(notice))
+	}
+	tok := func(n int64) int64 { return (n + 3) / 4 }
+	group := func(n int64) string {
+		s := fmt.Sprint(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	for _, want := range []string{
+		"their results held:    " + group(held) + " bytes (",
+		"): bash cut 1 output to fit its limit\n",
+		fmt.Sprintf("Tokens kept out of the context (about 4 bytes each): %s, the results less the notices; %s counting what bash had cut\n", group(tok(held)-tok(seen)), group(tok(full)-tok(seen))),
+		"  " + handle + ": bash, " + group(full) + " bytes (",
+		"; the tool's full-output file: " + logs[0] + "\n",
+		"each kept 7 days after it was stored",
+	} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/ce status lacks %q:\n%s", want, status)
+		}
+	}
+	for _, internal := range []string{"mainTokensPrevented", "netTokensSaved", "readbackTokens", "payloads", "168h", "1 calls", "1 results"} {
+		if strings.Contains(status, internal) {
+			t.Errorf("/ce status holds %q:\n%s", internal, status)
+		}
 	}
 }
 

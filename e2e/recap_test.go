@@ -479,3 +479,85 @@ func TestRecapTypoNextToEnabled(t *testing.T) {
 		t.Errorf("summary-recap entries = %d, want 0", n)
 	}
 }
+
+// TestRecapNamesEachRunsPrompt: the measured case of the demo. A greeting,
+// then a run with a tool for the build log (and a message steered in while
+// its tool ran), in one quiet stretch: the card named the greeting for the
+// tools of the build log ("Ran 1 tool call (bash) for "hello there""), as
+// the recap covers both runs and the transcript did not say where the
+// second began. Now the request marks each run, and the card leads with the
+// last run and the prompt that started it. After /relay, a run with a
+// follow-up queued while its tool ran gets a card of its own, naming its
+// own prompt.
+func TestRecapNamesEachRunsPrompt(t *testing.T) {
+	t.Parallel()
+	e, log := recapEnv(t, "good", "off")
+	// pi keeps the last 2k tokens on a compaction, so /relay has the
+	// greeting's long answer to replace.
+	if err := os.WriteFile(filepath.Join(e.Agent, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":2000}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Scenario(map[string]any{"steps": []map[string]any{
+		{"text": "Hello!", "pad": 4000},
+		{"tool": "bash", "args": map[string]any{"command": "sleep 8; echo build-ok"}},
+		{"text": "The build log has no errors."},
+		{"tool": "bash", "args": map[string]any{"command": "sleep 8; echo tests-ok"}},
+		{"text": "The tests pass."},
+		{"text": "The linter is clean."},
+	}})
+	tm := pitest.StartTerm(t, e.Command(pitest.Binary(t), e.PiArgs()...))
+	tm.WaitReady(1)
+	tm.Submit("hello there")
+	tm.WaitFor("Hello!")
+	tm.Submit("show me the build log")
+	tm.WaitFor("sleep 8; echo build-ok")
+	tm.Submit("only the errors, please") // steered into the running run
+	tm.WaitFor("The build log has no errors.")
+	reqs := waitRecapRequests(t, tm, log, 1)
+	tm.WaitFor("✦ Recap")
+	first := reqs[0].user()
+	for _, want := range []string{"--- run 1 of 2 ---\n\nUSER: hello there", "--- run 2 of 2 ---\n\nUSER: show me the build log", "USER: only the errors, please"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first recap request lacks %q:\n%s", want, first)
+		}
+	}
+	if strings.Contains(first, "--- run 3") {
+		t.Errorf("the steered message started a run of its own:\n%s", first)
+	}
+	entries := recapEntries(t, e)
+	if len(entries) != 1 {
+		t.Fatalf("summary-recap entries = %d, want 1", len(entries))
+	}
+	if got, want := entries[0]["recap"], `Ran 1 tool call (bash) for "show me the build log" (earlier: "hello there"); the run finished without errors.`; got != want {
+		t.Errorf("first card = %q, want %q", got, want)
+	}
+
+	tm.Submit("/relay")
+	tm.WaitFor("context-relay: relayed")
+	tm.Submit("now check the tests")
+	tm.WaitFor("sleep 8; echo tests-ok")
+	tm.Type("and the linter")
+	time.Sleep(50 * time.Millisecond)
+	tm.Type("\x1b\r") // alt+enter queues a follow-up
+	tm.WaitFor("The linter is clean.")
+	reqs = waitRecapRequests(t, tm, log, 2)
+	second := reqs[1].user()
+	for _, want := range []string{"USER: now check the tests", "USER: and the linter"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("the second recap request lacks %q:\n%s", want, second)
+		}
+	}
+	for _, unwanted := range []string{"--- run", "hello there", "show me the build log"} {
+		if strings.Contains(second, unwanted) {
+			t.Errorf("the second recap request holds %q (one run since the first card):\n%s", unwanted, second)
+		}
+	}
+	tm.WaitForCount("✦ Recap", 2)
+	entries = recapEntries(t, e)
+	if len(entries) != 2 {
+		t.Fatalf("summary-recap entries = %d, want 2", len(entries))
+	}
+	if got, want := entries[1]["recap"], `Ran 1 tool call (bash) for "now check the tests"; the run finished without errors.`; got != want {
+		t.Errorf("second card = %q, want %q", got, want)
+	}
+}

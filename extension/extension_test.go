@@ -31,8 +31,20 @@ func TestTypeScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(pitest.ToolsBin(t), "node"), append([]string{"--test", "--test-reporter=spec", "--test-timeout=60000"}, tests...)...)
+	// A TMPDIR of their own: what a test forgets to remove there (a
+	// mkdtemp without its rmSync) is an error, not a leftover in the
+	// user's TMPDIR.
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the TypeScript tests left %v in TMPDIR", names)
 	}
 }
 

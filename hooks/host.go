@@ -89,7 +89,7 @@ type Hello struct {
 	Headless    bool   `json:"headless"`
 }
 
-// Values of Hello.Role, the words of the status records (seed 002's
+// Values of Hello.Role, the words of the status records (context-budget's
 // "main/child role").
 const (
 	RoleMain  = "main"  // the session pi was started for, or switched to

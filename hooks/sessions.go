@@ -109,7 +109,7 @@ type Describe struct {
 
 // Problem is one diagnostic of a session file.
 type Problem struct {
-	Where string `json:"where"` // "<file>:<line>"
+	Where string `json:"where"` // "<file>:<line>", "<file>:<line>:<column>" for invalid JSON
 	Line  int    `json:"line"`
 	Field string `json:"field,omitempty"` // the member at fault; "" for the whole line
 	What  string `json:"what"`            // what is wrong, without the position
@@ -121,6 +121,9 @@ type Problem struct {
 func problemOf(d session.Diagnostic) Problem {
 	p := Problem{Where: d.Where(), Line: d.Line, Field: d.Field, What: d.Err.Error()}
 	p.Text = filepath.Base(d.File) + ":" + strconv.Itoa(d.Line) + ": " + p.What
+	if d.Column > 0 {
+		p.Text = filepath.Base(d.File) + ":" + strconv.Itoa(d.Line) + ":" + strconv.Itoa(d.Column) + ": " + p.What
+	}
 	if d.File == "" {
 		p.Text = d.Where() + ": " + p.What
 	}

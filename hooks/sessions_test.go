@@ -103,12 +103,12 @@ func TestDescribeDiagnostics(t *testing.T) {
 	want := []Problem{
 		{Where: path + ":2", Line: 2, Field: "message.content", What: `"message.content" is a number, want a string or an array of content blocks (role "user"); pi keeps the entry as written: invalid field`},
 		{Where: path + ":2", Line: 2, Field: "timestamp", What: `"timestamp" is "yesterday-ish", not an ISO 8601 time such as 2026-11-30T09:18:59.639Z: invalid field`},
-		{Where: path + ":3", Line: 3, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
-		{Where: path + ":4", Line: 4, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
-		{Where: path + ":5", Line: 5, What: "invalid JSON: invalid character 'o' in literal null at column 2: malformed line"},
+		{Where: path + ":3:2", Line: 3, What: "invalid JSON: invalid character 'o' in literal null: malformed line"},
+		{Where: path + ":4:2", Line: 4, What: "invalid JSON: invalid character 'o' in literal null: malformed line"},
+		{Where: path + ":5:2", Line: 5, What: "invalid JSON: invalid character 'o' in literal null: malformed line"},
 	}
 	for i := range want {
-		want[i].Text = "s.jsonl:" + strconv.Itoa(want[i].Line) + ": " + want[i].What
+		want[i].Text = "s.jsonl:" + strings.TrimPrefix(want[i].Where, path+":") + ": " + want[i].What
 		if want[i].Field != "" {
 			want[i].Text += " [" + want[i].Field + "]"
 		}

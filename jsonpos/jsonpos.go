@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -204,4 +205,95 @@ func Members(data []byte) (members []Member, ok bool) {
 		return nil, false
 	}
 	return members, true
+}
+
+// NotObject explains why data is not exactly one JSON object: the place
+// (never the zero Pos) and what is wrong ("empty file", "invalid JSON:
+// ...", "an array, not an object"); ok is true when data is one object.
+func NotObject(data []byte) (p Pos, what string, ok bool) {
+	var raw json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || bytes.HasPrefix(data, BOM) {
+		p, what = SyntaxError(data, err)
+		if p.Line == 0 {
+			p = Pos{Line: 1, Column: 1}
+		}
+		return p, what, false
+	}
+	if Type(raw) != "object" {
+		start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+		return At(data, start), Kind(raw) + ", not an object", false
+	}
+	return Pos{}, "", true
+}
+
+// Find returns the offset in data (one JSON object) of the value at path:
+// keys joined by dots, array elements as [i] ("watch_actions[0].id"). When
+// the path leads nowhere, found is false and offset is the value of the
+// deepest part that exists (the whole object at worst), where a missing
+// member would go. A key holding a dot or a bracket cannot be named; a
+// repeated key is found at its last occurrence, the one JSON readers keep.
+func Find(data []byte, path string) (offset int64, found bool) {
+	start := int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+	cur, base := data[start:], start
+	for path != "" {
+		var step string
+		var index = -1
+		switch {
+		case path[0] == '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return base, false
+			}
+			n, err := strconv.Atoi(path[1:end])
+			if err != nil || n < 0 {
+				return base, false
+			}
+			index, path = n, path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			step, path = path[:end], path[end:]
+		}
+		path = strings.TrimPrefix(path, ".")
+		var next []byte
+		var at int64 = -1
+		if index >= 0 {
+			for i, e := range elements(cur) {
+				if i == index {
+					next, at = e.Value, e.Offset
+				}
+			}
+		} else if ms, ok := Members(cur); ok {
+			for _, m := range ms {
+				if m.Key == step {
+					next, at = m.Value, m.Offset
+				}
+			}
+		}
+		if at < 0 {
+			return base, false
+		}
+		cur, base = next, base+at
+	}
+	return base, true
+}
+
+// elements returns the elements of the JSON array data with their
+// offsets, or nil when data is not an array.
+func elements(data []byte) []Member {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return nil
+	}
+	var out []Member
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil
+		}
+		out = append(out, Member{Value: raw, Offset: dec.InputOffset() - int64(len(raw))})
+	}
+	return out
 }

@@ -307,7 +307,7 @@ type Assignment struct {
 var ErrNotOwner = errors.New("marker: not the wrapper's own child")
 
 // AssignmentFromEnv returns the marker assignment of a process whose parent
-// pid is ppid, after the seed's ownership rule: the wrapper variables must be
+// pid is ppid, after context-budget's ownership rule: the wrapper variables must be
 // set, consistent, and PI_SESSION_WRAPPER_PID must be ppid. A descendant (a pi
 // started from pi's bash tool) inherits the variables but fails the parent
 // check, so it cannot trigger its ancestor's relaunch.

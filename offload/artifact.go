@@ -151,6 +151,7 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 			s, err := e.openStore()
 			if err == nil {
 				meta := pendingMeta(req)
+				meta.Full = filepath.Clean(path)
 				ent, dedup, err := s.PutStream(func(w io.Writer) error {
 					_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 					return err
@@ -158,6 +159,9 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 				if err == nil {
 					note := fmt.Sprintf("%s showed only part of its output; this handle holds the complete output (%d bytes), recovered from its full-output file", tool, ent.Size)
 					rep, ev := e.noticeFor(req, cfg, s, ent, nil, dedup, textBytes, "offload", "", note)
+					if ev != nil && ev.Type == "offload" {
+						ev.FullBytes = ent.Size
+					}
 					return rep, ev, true
 				}
 			}
@@ -171,5 +175,23 @@ func (e *Engine) completeTruncated(req ToolResultRequest, cfg Config, texts []in
 	}
 	warning := fmt.Sprintf("%s truncated its output and the full output was not recovered (%s); this handle holds only the visible fragment", tool, why)
 	rep, ev := e.offload(req, cfg, texts, textBytes, "offload", warning, "")
+	if ev != nil && ev.Type == "offload" {
+		ev.FullBytes = reportedFullBytes(req.Details, textBytes)
+	}
 	return rep, ev, true
+}
+
+// reportedFullBytes is the size of the full output a tool reports in its
+// details (pi's truncation.totalBytes) when it exceeds what the result
+// held; 0 when the tool says nothing of it.
+func reportedFullBytes(details json.RawMessage, held int64) int64 {
+	var d struct {
+		Truncation *struct {
+			TotalBytes int64 `json:"totalBytes"`
+		} `json:"truncation"`
+	}
+	if len(details) == 0 || json.Unmarshal(details, &d) != nil || d.Truncation == nil || d.Truncation.TotalBytes <= held {
+		return 0
+	}
+	return d.Truncation.TotalBytes
 }

@@ -146,6 +146,21 @@ type StoreFigures struct {
 	TTLMs    int64 `json:"ttlMs"`
 }
 
+// StoredResult is one payload /ce status lists: where a full output is.
+type StoredResult struct {
+	Handle string `json:"handle"`
+	Source string `json:"source,omitempty"`
+	Bytes  int64  `json:"bytes"`
+	Stored string `json:"stored"`
+	// Full is the tool's own full-output file it was copied from; FullGone:
+	// that file is no longer there (the store keeps its copy).
+	Full     string `json:"full,omitempty"`
+	FullGone bool   `json:"fullGone,omitempty"`
+}
+
+// maxStatusResults bounds the stored results /ce status lists.
+const maxStatusResults = 5
+
 // SessionFigures are one session's figures in /ce status --all.
 type SessionFigures struct {
 	SessionID string  `json:"sessionId"`
@@ -154,11 +169,16 @@ type SessionFigures struct {
 
 // StatusResult is /ce status: a text to show and its figures.
 type StatusResult struct {
-	Text      string           `json:"text"`
-	Figures   Figures          `json:"figures"`
-	Sessions  []SessionFigures `json:"sessions,omitempty"`
-	Store     StoreFigures     `json:"store"`
-	BadEvents int              `json:"badEvents,omitempty"`
+	Text     string           `json:"text"`
+	Figures  Figures          `json:"figures"`
+	Sessions []SessionFigures `json:"sessions,omitempty"`
+	Store    StoreFigures     `json:"store"`
+	// Results are the newest stored results of the session (of every
+	// session with All), at most maxStatusResults; MoreResults counts the
+	// others.
+	Results     []StoredResult `json:"results,omitempty"`
+	MoreResults int            `json:"moreResults,omitempty"`
+	BadEvents   int            `json:"badEvents,omitempty"`
 	// MoreSessions counts the sessions past the first maxStatusSessions,
 	// which Sessions leaves out.
 	MoreSessions int `json:"moreSessions,omitempty"`
@@ -167,24 +187,63 @@ type StatusResult struct {
 // maxStatusSessions bounds the sessions /ce status --all lists one by one.
 const maxStatusSessions = 100
 
-func (e *Engine) storeFigures(cfg Config) StoreFigures {
+// storeFigures describes the store, and lists the newest results stored
+// by session ("": by any).
+func (e *Engine) storeFigures(cfg Config, session string) (StoreFigures, []StoredResult, int) {
 	sf := StoreFigures{MaxBytes: cfg.StoreMaxBytes, TTLMs: cfg.StoreTTLMs}
 	if _, err := os.Stat(e.storeDir); err != nil {
-		return sf // nothing stored yet: do not create the store to say so
+		return sf, nil, 0 // nothing stored yet: do not create the store to say so
 	}
 	s, err := e.openStore()
 	if err != nil {
-		return sf
+		return sf, nil, 0
 	}
 	es, err := s.Entries()
 	if err != nil {
-		return sf
+		return sf, nil, 0
 	}
-	for _, en := range es {
+	var list []StoredResult
+	more := 0
+	for _, en := range es { // newest first
 		sf.Entries++
 		sf.Bytes += en.Size
+		if en.Pending || session != "" && en.Session != session {
+			continue
+		}
+		if len(list) == maxStatusResults {
+			more++
+			continue
+		}
+		r := StoredResult{Handle: en.Handle, Source: en.Source, Bytes: en.Size, Stored: time.UnixMilli(en.Time).UTC().Format(time.RFC3339), Full: en.Full}
+		if en.Full != "" {
+			if _, err := os.Lstat(en.Full); err != nil {
+				r.FullGone = true
+			}
+		}
+		list = append(list, r)
 	}
-	return sf
+	return sf, list, more
+}
+
+// renderResults lists where the full outputs are.
+func renderResults(b *strings.Builder, list []StoredResult, more int) {
+	if len(list) == 0 {
+		return
+	}
+	b.WriteString("Where the full outputs are (the model reads them with ctx_read and the handle):\n")
+	for _, r := range list {
+		fmt.Fprintf(b, "  %s: %s, %s (%s)", r.Handle, orDefault(clip.Echo(r.Source), "stored"), count64(r.Bytes, "byte", "bytes"), humanBytes(r.Bytes))
+		if r.Full != "" {
+			fmt.Fprintf(b, "; the tool's full-output file: %s", clip.Echo(r.Full))
+			if r.FullGone {
+				b.WriteString(" (gone now; the handle keeps the copy)")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if more > 0 {
+		fmt.Fprintf(b, "  ... %s more\n", count(more, "result", "results"))
+	}
 }
 
 // Status computes /ce status from the telemetry log.
@@ -204,7 +263,7 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		session = ""
 	}
 	res.Figures = Tally(events, session)
-	res.Store = e.storeFigures(cfg)
+	res.Store, res.Results, res.MoreResults = e.storeFigures(cfg, session)
 	var b strings.Builder
 	if req.All {
 		ids := map[string]bool{}
@@ -225,7 +284,11 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 			}
 			res.Sessions = append(res.Sessions, SessionFigures{SessionID: clip.Echo(id), Figures: Tally(events, id)})
 		}
-		fmt.Fprintf(&b, "Context Engineer, all %d recorded sessions of this workspace\n", len(list))
+		if len(list) == 1 {
+			b.WriteString("Context Engineer, the 1 recorded session of this workspace\n")
+		} else {
+			fmt.Fprintf(&b, "Context Engineer, all %d recorded sessions of this workspace\n", len(list))
+		}
 	} else {
 		fmt.Fprintf(&b, "Context Engineer, this session\n")
 	}
@@ -233,18 +296,19 @@ func (e *Engine) Status(ctx context.Context, req StatusRequest) (StatusResult, e
 		b.WriteString("(disabled in .pi/context-engineer.json)\n")
 	}
 	renderFigures(&b, res.Figures)
+	renderResults(&b, res.Results, res.MoreResults)
 	if req.All && len(res.Sessions) > 1 {
-		b.WriteString("By session (offloads, netTokensSaved):\n")
+		b.WriteString("By session:\n")
 		for _, s := range res.Sessions {
-			fmt.Fprintf(&b, "  %s: %d, %d\n", s.SessionID, s.Figures.Offloads, s.Figures.NetTokensSaved)
+			fmt.Fprintf(&b, "  %s: %s kept out, %s tokens saved\n", s.SessionID, count(s.Figures.Offloads, "result", "results"), grouped(s.Figures.NetTokensSaved))
 		}
 		if res.MoreSessions > 0 {
-			fmt.Fprintf(&b, "  ... %d more sessions\n", res.MoreSessions)
+			fmt.Fprintf(&b, "  ... %s more\n", count(res.MoreSessions, "session", "sessions"))
 		}
 	}
-	fmt.Fprintf(&b, "Store: %d payloads, %s of %s; payloads live %s\n", res.Store.Entries, humanBytes(res.Store.Bytes), humanBytes(res.Store.MaxBytes), time.Duration(res.Store.TTLMs)*time.Millisecond)
+	fmt.Fprintf(&b, "Store (.pi/context-store): %s, %s of %s; each kept %s after it was stored\n", count(res.Store.Entries, "result", "results"), humanBytes(res.Store.Bytes), humanBytes(res.Store.MaxBytes), days(time.Duration(res.Store.TTLMs)*time.Millisecond))
 	if bad.N > 0 {
-		fmt.Fprintf(&b, "(%d unreadable telemetry lines skipped; the first: %s)\n", bad.N, bad.First)
+		fmt.Fprintf(&b, "(%s skipped; the first: %s)\n", count(bad.N, "unreadable telemetry line", "unreadable telemetry lines"), bad.First)
 	}
 	b.WriteString("Token figures are estimates, not billing data.")
 	res.Text = capText(b.String(), maxCommandBytes)
@@ -468,7 +532,7 @@ func (e *Engine) Clear(ctx context.Context, req ClearRequest) (ClearResult, erro
 	if err != nil {
 		return res, err
 	}
-	res.Text = fmt.Sprintf("Cleared telemetry (%d files).", n)
+	res.Text = fmt.Sprintf("Cleared the telemetry (%s).", count(n, "file", "files"))
 	if req.Store {
 		s, err := e.openStore()
 		if err != nil {
@@ -477,7 +541,7 @@ func (e *Engine) Clear(ctx context.Context, req ClearRequest) (ClearResult, erro
 		if res.PayloadsRemoved, err = s.Clear(); err != nil {
 			return res, err
 		}
-		res.Text += fmt.Sprintf(" Removed %d stored payloads.", res.PayloadsRemoved)
+		res.Text += fmt.Sprintf(" Removed %s.", count(res.PayloadsRemoved, "stored result", "stored results"))
 	}
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/pi-session/pi-session/gitexclude"
 	"github.com/pi-session/pi-session/jsonscan"
 
 	"github.com/pi-session/pi-session/clip"
@@ -57,7 +58,8 @@ type Engine struct {
 	storeDown bool // the last store failed: the outage is logged
 	// dirWarning is said once to each session that stores: the store's
 	// directory is a symbolic link (owndir).
-	dirWarning string
+	dirWarning  string
+	excludeOnce sync.Once // keepOutOfGit
 }
 
 type sessionState struct {
@@ -148,10 +150,30 @@ func (e *Engine) openStore() (*Store, error) {
 		e.dirWarning = "pi-session offload: " + w + "."
 		e.mu.Unlock()
 	}
+	e.keepOutOfGit()
 	return s, nil
 }
 
-func (e *Engine) record(ev Event) { _ = e.tel.record(ev) }
+func (e *Engine) record(ev Event) {
+	e.keepOutOfGit() // the log may be the first file of the store
+	_ = e.tel.record(ev)
+}
+
+// keepOutOfGit lists the store directory in the repository's
+// .git/info/exclude, once an engine, before anything is written there, so
+// payloads and telemetry stay out of the user's commits (.pi/ itself is
+// pi's and may hold project settings meant to be committed). A file that
+// cannot be written is a warning for the user, said with dirWarning.
+func (e *Engine) keepOutOfGit() {
+	e.excludeOnce.Do(func() {
+		if w := gitexclude.Add(e.storeDir); w != "" {
+			e.log.Warn("offload store exclude", "warning", w)
+			e.mu.Lock()
+			e.dirWarning = strings.TrimSpace(e.dirWarning + " pi-session offload: " + w + ".")
+			e.mu.Unlock()
+		}
+	})
+}
 
 func (e *Engine) session(id string) *sessionState {
 	s, ok := e.sessions[id]
@@ -692,13 +714,20 @@ func (e *Engine) compactError(req ToolResultRequest, cfg Config, texts []int, te
 	if err != nil {
 		return e.storeFailed(err, textBytes)
 	}
+	var full int64
+	switch artifact {
+	case "recovered":
+		full = ent.Size
+	case "unrecovered":
+		full = reportedFullBytes(req.Details, textBytes)
+	}
 	notice := strings.ReplaceAll(probe, placeholderHandle, ent.Handle)
 	if artifact != "" {
 		notice += fmt.Sprintf("\n[%s showed only part of its output; the handle holds the complete output (%d bytes)]", orDefault(req.ToolName, "the tool"), ent.Size)
 	}
 	out, _ := replaceTexts(req, notice)
 	return Replacement{Action: "replace", Strategy: "error", Handle: ent.Handle, Content: out, OriginalBytes: textBytes, VisibleBytes: int64(len(notice))},
-		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle), Artifact: artifact}
+		&Event{Type: "offload", Strategy: "error", Shape: "diagnostics", OriginalBytes: textBytes, StoredBytes: ent.Size, VisibleBytes: int64(len(notice)), HandleFP: HandleFP(ent.Handle), Artifact: artifact, FullBytes: full}
 }
 
 // storeFullOutput stores the complete output of a truncated single-text
@@ -711,10 +740,12 @@ func (e *Engine) storeFullOutput(req ToolResultRequest, cfg Config, texts []int)
 			if f, size, err := openArtifact(path, fragment, e.artifactDirs, cfg.StoreMaxBytes); err == nil {
 				defer f.Close()
 				if s, err := e.openStore(); err == nil {
+					meta := pendingMeta(req)
+					meta.Full = filepath.Clean(path)
 					ent, _, err := s.PutStream(func(w io.Writer) error {
 						_, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 						return err
-					}, pendingMeta(req), limits(cfg))
+					}, meta, limits(cfg))
 					if err == nil {
 						return ent, "recovered", nil
 					}

@@ -273,7 +273,7 @@ func TestStatusFigures(t *testing.T) {
 	if all.Figures.Offloads != 3 || all.Figures.Sessions != 2 || len(all.Sessions) != 2 {
 		t.Errorf("--all: %d offloads in %d sessions (%d listed), want 3 in 2", all.Figures.Offloads, all.Figures.Sessions, len(all.Sessions))
 	}
-	if !strings.Contains(st.Text, "netTokensSaved -") || !strings.Contains(st.Text, "1 offloaded calls run again anyway") {
+	if !strings.Contains(st.Text, "so -6,285 saved net") || !strings.Contains(st.Text, "1 call run again anyway") || !strings.Contains(st.Text, "1 in a program") {
 		t.Errorf("status text:\n%s", st.Text)
 	}
 	tr, _ := e.Trace(ctx, TraceRequest{SessionID: "s1", Limit: 3})
@@ -512,7 +512,7 @@ func TestStatusSkipsCutShortTelemetry(t *testing.T) {
 	if st.Figures.Offloads != 2 || st.BadEvents != 1 {
 		t.Errorf("%d offloads, %d bad lines; want both offloads counted and the one fragment skipped", st.Figures.Offloads, st.BadEvents)
 	}
-	if want := "(1 unreadable telemetry lines skipped; the first: context-events.jsonl:2: skipped"; !strings.Contains(st.Text, want) {
+	if want := "(1 unreadable telemetry line skipped; the first: context-events.jsonl:2: skipped"; !strings.Contains(st.Text, want) {
 		t.Errorf("status text lacks %q:\n%s", want, st.Text)
 	}
 }

@@ -86,6 +86,9 @@ type Entry struct {
 	Source  string `json:"src,omitempty"`  // tool name or ctx_offload source
 	Key     string `json:"key,omitempty"`  // ctx_offload key
 	Session string `json:"session,omitempty"`
+	// Full is the file the payload was copied from: the full output a tool
+	// saved when it cut its result (pi's bash "Full output: <path>").
+	Full string `json:"full,omitempty"`
 	// Pending: the handle was not handed out yet; Writer, the writer it
 	// belongs to until then (see Confirm).
 	Pending bool   `json:"pending,omitempty"`
@@ -97,6 +100,7 @@ type Entry struct {
 // open the directory removes it.
 type Meta struct {
 	Kind, Source, Key, Session string
+	Full                       string // see Entry.Full
 	Pending                    bool
 }
 
@@ -572,7 +576,7 @@ func (s *Store) commit(sha string, size int64, tmp string, meta Meta, lim Limits
 	if old, ok := s.entries[handle]; ok && old.Time >= now {
 		now = old.Time + 1 // keep the newest put the newest, even on a coarse clock
 	}
-	e = Entry{Handle: handle, SHA: sha, Size: size, Time: now, Kind: meta.Kind, Source: meta.Source, Key: meta.Key, Session: meta.Session}
+	e = Entry{Handle: handle, SHA: sha, Size: size, Time: now, Kind: meta.Kind, Source: meta.Source, Key: meta.Key, Session: meta.Session, Full: meta.Full}
 	if meta.Pending {
 		e.Pending, e.Writer = true, s.writer // Put and PutStream made sure there is one
 	}

@@ -36,6 +36,10 @@ type Event struct {
 	StoredBytes   int64 `json:"storedBytes,omitempty"`
 	VisibleBytes  int64 `json:"visibleBytes,omitempty"`
 	ReturnedBytes int64 `json:"returnedBytes,omitempty"`
+	// FullBytes is what the tool produced in full when its result held only
+	// part of it (the full-output file's size, or the size the tool
+	// reported); 0 when the result was whole or the size is unknown.
+	FullBytes int64 `json:"fullBytes,omitempty"`
 
 	HandleFP string `json:"handleFp,omitempty"` // SHA-256 fingerprint of the handle
 	InputFP  string `json:"inputFp,omitempty"`  // SHA-256 fingerprint of tool name and input

@@ -67,7 +67,7 @@ var configSchema = jsonpos.Leaves("enabled", "provider", "model", "reasoning")
 
 // ParseConfig reads the configuration's content; name is the file's path,
 // for the messages. The model fields (provider, model, reasoning) follow
-// the seed's rule: one missing or invalid gives the default model as a
+// the summaries extension's rule: one missing or invalid gives the default model as a
 // whole. "enabled" is the privacy switch, and a mistake next to it never
 // turns sending on: recaps are off when the file is not a JSON object,
 // when "enabled" is not true or false, when it is given twice with

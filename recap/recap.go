@@ -49,7 +49,7 @@ func Prepare(f *session.File, r Run) (*Prepared, error) {
 	if len(branch) > 0 {
 		p.LeafID = branch[len(branch)-1].ID
 	}
-	t := Serialize(run, branch)
+	t := SerializeRuns(run, branch, r.Starts)
 	if t.Entries == 0 {
 		p.Empty = true
 		return p, nil

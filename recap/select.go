@@ -23,6 +23,10 @@ type Run struct {
 	// Last selects the last run instead: from the last user message on
 	// the branch to the leaf (the command line's default).
 	Last bool `json:"last"`
+	// Starts are the leaves when each later run of the batch began (the
+	// first began after After): the transcript marks where each run starts,
+	// so the recap can tell which request each part of the work was for.
+	Starts []string `json:"starts,omitempty"`
 }
 
 // Select returns the run's entries, in order, and the branch they are on.

@@ -57,10 +57,33 @@ type Transcript struct {
 // can survive the whole-transcript cut: a 50 MB run's middle is never
 // redacted, since it is never sent.
 func Serialize(run, branch []*session.Entry) Transcript {
+	return SerializeRuns(run, branch, nil)
+}
+
+// SerializeRuns is Serialize for a batch of runs: starts are the entries
+// after which each later run began. When more than one run gives text,
+// each run's blocks follow a line "--- run n of N ---", so the recap model
+// can tell the request that started each run from the messages sent while
+// it worked (a steered or follow-up message is part of its run).
+func SerializeRuns(run, branch []*session.Entry, starts []string) Transcript {
 	s := serializer{edits: contextEdits(branch), seen: map[string]bool{}}
-	for _, e := range run {
-		s.entry(e)
+	begins := map[string]bool{}
+	for _, id := range starts {
+		begins[id] = true
 	}
+	var runOf []int // the run of each part
+	current := 0
+	for i, e := range run {
+		if i > 0 && begins[run[i-1].ID] {
+			current++
+		}
+		before := len(s.parts)
+		s.entry(e)
+		for range len(s.parts) - before {
+			runOf = append(runOf, current)
+		}
+	}
+	s.markRuns(runOf)
 	const sep = "\n\n"
 	n := len(s.parts)
 	est := 0
@@ -108,6 +131,34 @@ func Serialize(run, branch []*session.Entry) Transcript {
 	t.Redactions += m
 	return t
 }
+
+// markRuns puts a "--- run n of N ---" block before the first part of each
+// run when more than one run gave parts; runOf is the run of each part.
+func (s *serializer) markRuns(runOf []int) {
+	var firsts []int // index of each run's first part
+	for i, r := range runOf {
+		if i == 0 || r != runOf[i-1] {
+			firsts = append(firsts, i)
+		}
+	}
+	if len(firsts) < 2 {
+		return
+	}
+	parts := make([]part, 0, len(s.parts)+len(firsts))
+	k := 0
+	for i, p := range s.parts {
+		if k < len(firsts) && firsts[k] == i {
+			k++
+			parts = append(parts, part{lit(fmt.Sprintf("%s %d of %d ---", RunMarker, k, len(firsts)))})
+		}
+		parts = append(parts, p)
+	}
+	s.parts = parts
+}
+
+// RunMarker starts the line that opens each run of a batch in a
+// transcript: "--- run 2 of 3 ---".
+const RunMarker = "--- run"
 
 type serializer struct {
 	t     Transcript

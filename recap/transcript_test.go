@@ -249,3 +249,56 @@ func TestCutsExposeNoHalfSecret(t *testing.T) {
 }
 
 func readTestdata(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }
+
+// runsSession holds three runs: a greeting; the build log, with a message
+// the user steered in while it ran; a thanks. A compaction sits between
+// the second and the third (a relay), which renders nothing.
+const runsSession = `{"type":"session","version":3,"id":"s","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/w"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"user","content":"hello there","timestamp":1}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-12-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Hi."}],"stopReason":"stop","timestamp":2}}
+{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-12-01T10:00:03.000Z","message":{"role":"user","content":"show me the build log","timestamp":3}}
+{"type":"message","id":"a2","parentId":"u2","timestamp":"2026-12-01T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"make"}}],"stopReason":"toolUse","timestamp":4}}
+{"type":"message","id":"u3","parentId":"a2","timestamp":"2026-12-01T10:00:05.000Z","message":{"role":"user","content":"only the errors, please","timestamp":5}}
+{"type":"message","id":"r1","parentId":"u3","timestamp":"2026-12-01T10:00:06.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"2 errors"}],"isError":false,"timestamp":6}}
+{"type":"message","id":"a3","parentId":"r1","timestamp":"2026-12-01T10:00:07.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Two errors."}],"stopReason":"stop","timestamp":7}}
+{"type":"compaction","id":"k1","parentId":"a3","timestamp":"2026-12-01T10:00:08.000Z","summary":"note","firstKeptEntryId":"a3","tokensBefore":100}
+{"type":"message","id":"u4","parentId":"k1","timestamp":"2026-12-01T10:00:09.000Z","message":{"role":"user","content":"thanks","timestamp":9}}
+{"type":"message","id":"a4","parentId":"u4","timestamp":"2026-12-01T10:00:10.000Z","message":{"role":"assistant","content":[{"type":"text","text":"You are welcome."}],"stopReason":"stop","timestamp":10}}
+`
+
+// TestSerializeRuns: a batch of runs is marked run by run, so the request
+// that started each run (not one steered in while it ran) opens it; one
+// run, or starts that mark nothing, give no markers.
+func TestSerializeRuns(t *testing.T) {
+	f, err := session.Parse(strings.NewReader(runsSession))
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(s string) *string { return &s }
+	build := "USER: show me the build log\n\nTOOL CALL bash: {\"command\":\"make\"}\n\nUSER: only the errors, please\n\nTOOL RESULT bash: 2 errors\n\nASSISTANT: Two errors."
+	for _, tt := range []struct {
+		name string
+		run  Run
+		want string
+	}{
+		{"three runs, the last after a compaction", Run{Starts: []string{"a1", "k1"}},
+			"--- run 1 of 3 ---\n\nUSER: hello there\n\nASSISTANT: Hi.\n\n--- run 2 of 3 ---\n\n" + build + "\n\n--- run 3 of 3 ---\n\nUSER: thanks\n\nASSISTANT: You are welcome."},
+		{"two runs after a baseline", Run{After: str("a1"), Starts: []string{"a3"}},
+			"--- run 1 of 2 ---\n\n" + build + "\n\n--- run 2 of 2 ---\n\nUSER: thanks\n\nASSISTANT: You are welcome."},
+		{"a start that renders nothing before the next", Run{After: str("a1"), Starts: []string{"a3", "k1"}},
+			"--- run 1 of 2 ---\n\n" + build + "\n\n--- run 2 of 2 ---\n\nUSER: thanks\n\nASSISTANT: You are welcome."},
+		{"one run", Run{After: str("a1")}, build + "\n\nUSER: thanks\n\nASSISTANT: You are welcome."},
+		{"starts off the run", Run{After: str("a3"), Starts: []string{"a1", "nope", "a4"}}, "USER: thanks\n\nASSISTANT: You are welcome."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Prepare(f, tt.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.TrimSuffix(strings.TrimPrefix(p.UserMessage, "<recent_work>\n"), "\n</recent_work>\n\nWrite the recap JSON for the work above.")
+			if got != tt.want {
+				t.Errorf("transcript:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}

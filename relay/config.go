@@ -30,7 +30,7 @@ type Limits struct {
 	Commands        int `json:"commands"` // the build and test commands run
 	Task            int `json:"task"`     // the task statement (the session's first user message)
 	Git             int `json:"git"`
-	Extra           int `json:"extra"` // sections added by callers (the seed's M3 seam)
+	Extra           int `json:"extra"` // sections added by callers (context-relay's M3 seam)
 }
 
 // Auto configures the automatic triggers.
@@ -51,7 +51,7 @@ type Config struct {
 	Auto         Auto   `json:"auto"`
 }
 
-// DefaultConfig is the configuration without a file (the seed's defaults).
+// DefaultConfig is the configuration without a file (context-relay's defaults).
 func DefaultConfig() Config {
 	return Config{
 		Enabled:      true,

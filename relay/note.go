@@ -18,7 +18,7 @@ type GitLog struct {
 	Commits []string // "abc1234 subject", newest first
 }
 
-// Section is an extra section a caller adds before the footer (the seed's
+// Section is an extra section a caller adds before the footer (context-relay's
 // seam for model-written sections), capped by Limits.Extra.
 type Section struct {
 	Title string

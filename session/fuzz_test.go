@@ -137,7 +137,14 @@ func FuzzParse(f *testing.F) {
 			if d.Line < 1 || d.Line > lines || d.Line < prev || d.Offset < 0 || d.Offset > int64(len(data)) {
 				t.Fatalf("diagnostic %q at line %d offset %d: outside the file (%d lines) or out of order", d, d.Line, d.Offset, lines)
 			}
-			if !strings.HasPrefix(d.Error(), fmt.Sprintf("session: line %d: ", d.Line)) {
+			where := fmt.Sprintf("session: line %d: ", d.Line)
+			if d.Column > 0 {
+				where = fmt.Sprintf("session: line %d, column %d: ", d.Line, d.Column)
+				if !errors.Is(d, ErrMalformed) || d.Column > utf8.RuneCount(data)+1 {
+					t.Fatalf("diagnostic %q: a column for what is not invalid JSON, or past the file", d)
+				}
+			}
+			if !strings.HasPrefix(d.Error(), where) {
 				t.Fatalf("diagnostic %q lacks its line", d)
 			}
 			if len(d.Error()) > maxDiagnosticText {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/jsonscan"
 
@@ -197,12 +198,15 @@ func (r *Reader) diag(off int64, field, format string, args ...any) {
 }
 
 // report records a problem of the current line.
-func (r *Reader) report(off int64, field string, err error) {
+func (r *Reader) report(off int64, field string, err error) { r.reportAt(off, 0, field, err) }
+
+// reportAt records a problem at column col (0: none) of the current line.
+func (r *Reader) reportAt(off int64, col int, field string, err error) {
 	if len(r.diags) >= MaxDiagnostics {
 		r.omitted++
 		return
 	}
-	r.diags = append(r.diags, Diagnostic{File: r.name, Line: r.line, Offset: off, Field: field, Err: err})
+	r.diags = append(r.diags, Diagnostic{File: r.name, Line: r.line, Column: col, Offset: off, Field: field, Err: err})
 }
 
 // noHeader is the error that stops reading: the file's first entry is no
@@ -229,6 +233,14 @@ func (r *Reader) handle(line []byte, off int64) (*Entry, error) {
 	case lineBlank:
 		return nil, nil
 	case lineInvalid:
+		var se *syntaxError
+		if errors.As(err, &se) {
+			// The place goes into the diagnostic's position
+			// (file:line:column), in characters as editors count them.
+			col := utf8.RuneCount(line[:min(max(se.pos, 0), len(line))]) + 1
+			r.reportAt(off, col, "", fmt.Errorf("invalid JSON: %s: %w", se.msg, ErrMalformed))
+			return nil, nil
+		}
 		r.diag(off, "", "invalid JSON: %v", err)
 		return nil, nil
 	case lineFalsy:

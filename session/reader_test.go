@@ -60,19 +60,19 @@ func TestParseDiagnostics(t *testing.T) {
 			lines: []string{hdr, `{"type":"custom","id":"x",`, ent("a", ""), `not json`, `{"a":1}}`},
 			ids:   []string{"a"},
 			diags: []string{
-				`session: line 2: invalid JSON: want object key at column 27: malformed line`,
-				`session: line 4: invalid JSON: invalid character 'o' in literal null at column 2: malformed line`,
-				`session: line 5: invalid JSON: unexpected '}' after JSON object at column 8: malformed line`,
+				`session: line 2, column 27: invalid JSON: want object key: malformed line`,
+				`session: line 4, column 2: invalid JSON: invalid character 'o' in literal null: malformed line`,
+				`session: line 5, column 8: invalid JSON: unexpected '}' after JSON object: malformed line`,
 			},
 		},
 		{
 			name:  "bad strings and numbers",
 			lines: []string{hdr, "{\"type\":\"custom\",\"id\":\"a\tb\"}", `{"type":"custom","id":"\x"}`, `{"n":01}`, `{"n":1.}`},
 			diags: []string{
-				`session: line 2: invalid JSON: control character 0x09 in string at column 25: malformed line`,
-				`session: line 3: invalid JSON: invalid escape "\\x" in string at column 24: malformed line`,
-				`session: line 4: invalid JSON: want ',' or '}' after object value, got '1' at column 7: malformed line`,
-				`session: line 5: invalid JSON: invalid number at column 6: malformed line`,
+				`session: line 2, column 25: invalid JSON: control character 0x09 in string: malformed line`,
+				`session: line 3, column 24: invalid JSON: invalid escape "\\x" in string: malformed line`,
+				`session: line 4, column 7: invalid JSON: want ',' or '}' after object value, got '1': malformed line`,
+				`session: line 5, column 6: invalid JSON: invalid number: malformed line`,
 			},
 		},
 		{
@@ -155,7 +155,7 @@ func TestParseDiagnostics(t *testing.T) {
 			name:  "incomplete last line",
 			lines: []string{hdr, ent("a", ""), `{"type":"custom","id":"b","par`},
 			ids:   []string{"a"},
-			diags: []string{`session: line 3: the last line is cut short (no newline): invalid JSON: unterminated string at column 27: malformed line`},
+			diags: []string{`session: line 3, column 27: the last line is cut short (no newline): invalid JSON: unterminated string: malformed line`},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -114,6 +114,7 @@ type Entry struct {
 type Diagnostic struct {
 	File   string // the file's path; "" when read from a stream without a name
 	Line   int    // 1-based line number
+	Column int    // 1-based column (characters) of invalid JSON in the line; 0 for a line or member at fault
 	Offset int64  // byte offset of the line
 	// Field is the member at fault, as a path ("message.content", "id");
 	// "" when the problem is the whole line.
@@ -129,10 +130,17 @@ type Diagnostic struct {
 func (d Diagnostic) Error() string { return "session: " + d.Where() + ": " + d.Err.Error() }
 func (d Diagnostic) Unwrap() error { return d.Err }
 
-// Where is "<file>:<line>", or "line <line>" without a file name.
+// Where is "<file>:<line>" ("<file>:<line>:<column>" for invalid JSON),
+// or "line <line>" ("line <line>, column <column>") without a file name.
 func (d Diagnostic) Where() string {
 	if d.File == "" {
+		if d.Column > 0 {
+			return "line " + strconv.Itoa(d.Line) + ", column " + strconv.Itoa(d.Column)
+		}
 		return "line " + strconv.Itoa(d.Line)
+	}
+	if d.Column > 0 {
+		return d.File + ":" + strconv.Itoa(d.Line) + ":" + strconv.Itoa(d.Column)
 	}
 	return d.File + ":" + strconv.Itoa(d.Line)
 }

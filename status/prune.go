@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Defaults of a pruning pass, from the seed.
+// Defaults of a pruning pass, as context-budget prunes.
 const (
 	DefaultMaxAge    = 7 * 24 * time.Hour // only records strictly older are removed
 	DefaultInterval  = 24 * time.Hour     // automatic passes at most this often

@@ -21,7 +21,7 @@ import (
 )
 
 // Record is the status of one session, stored as <stateDir>/status/<sessionId>.json.
-// The budget fields follow the seed's status file; the process fields let a
+// The budget fields follow context-budget's status file; the process fields let a
 // reader tell the session's own process from a later one with the same pid.
 type Record struct {
 	SessionID   string `json:"sessionId"`

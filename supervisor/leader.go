@@ -178,8 +178,8 @@ func hangUp(pid int) {
 // pid: PI_SESSION_WRAPPER_PID becomes the leader's pid, and the relaunch
 // marker PI_RELAUNCH_MARKER, <dir>/<pid>-<launch id>.json, is named after
 // it, so that basename(PI_RELAUNCH_MARKER) is
-// $PI_SESSION_WRAPPER_PID-$PI_SESSION_LAUNCH_ID.json, as the seed's
-// ownership rule checks.
+// $PI_SESSION_WRAPPER_PID-$PI_SESSION_LAUNCH_ID.json, as the ownership
+// check of context-budget's relaunch markers has it.
 func leaderChildEnv(env []string, self int) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pi-session/pi-session/clip"
@@ -79,6 +80,9 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 			return cmd(ctx, &sub)
 		}
 	}
+	if code, typo := mistypedCommand(inv); typo {
+		return code
+	}
 	args := inv.args
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -86,15 +90,45 @@ func run(ctx context.Context, argv []string, env []string, stdin, stdout, stderr
 	switch execReason(args) {
 	case "help":
 		return helpThenPi(inv, args)
+	case "version":
+		return printVersions(ctx, inv)
 	case "exec":
 		return execPi(inv, args)
 	}
 	return supervise(ctx, inv, args)
 }
 
+// mistypedCommand refuses a lone word that is one typo away from a
+// command word (pi-session's or pi's): "pi-session stauts" is far likelier
+// a mistyped status than a one-word prompt, and pi would start on it. The
+// message says how to send the word to pi anyway.
+func mistypedCommand(inv *invocation) (int, bool) {
+	if len(inv.args) != 1 {
+		return 0, false
+	}
+	word := inv.args[0]
+	if strings.Trim(word, "abcdefghijklmnopqrstuvwxyz-") != "" || strings.HasPrefix(word, "-") || piSubcommands[word] {
+		return 0, false
+	}
+	words := make([]string, 0, len(commands)+len(piSubcommands))
+	for k := range commands {
+		words = append(words, k)
+	}
+	for k := range piSubcommands {
+		words = append(words, k)
+	}
+	slices.Sort(words)
+	hint := didYouMean(word, words)
+	if hint == "" {
+		return 0, false
+	}
+	return inv.errorf(exitUsage, "%q is not a command%s; to send %q to pi as a prompt, run: pi-session -- %s", word, hint, word, word), true
+}
+
 // execReason says whether pi's arguments are a one-shot pi command that
-// pi-session hands to pi with exec, unsupervised: "help" for --help, "exec"
-// for pi's subcommands, --version, --export and --list-models, "" otherwise.
+// pi-session answers or hands to pi with exec, unsupervised: "help" for
+// --help, "version" for --version (pi-session's version and pi's), "exec"
+// for pi's subcommands, --export and --list-models, "" otherwise.
 func execReason(args []string) string {
 	if len(args) > 0 && piSubcommands[args[0]] {
 		return "exec"
@@ -106,8 +140,12 @@ func execReason(args []string) string {
 			return reason
 		case "--help", "-h":
 			return "help"
-		case "--version", "-v", "--export", "--list-models":
-			reason = "exec"
+		case "--version", "-v": // pi too answers it before --export
+			reason = "version"
+		case "--export", "--list-models":
+			if reason == "" {
+				reason = "exec"
+			}
 		}
 	}
 	return reason
@@ -150,7 +188,8 @@ Usage:
 
 Every argument goes to pi unchanged; a leading "--" is removed. pi's own
 subcommands (install, remove, uninstall, update, list, config, auth, mcp) and
---help, --version, --export, --list-models are handed to pi directly.
+--help, --export, --list-models are handed to pi directly; --version prints
+pi-session's version and pi's, as pi-session version does.
 pi-session passes its bundled extension to pi (-e) unless you installed it
 with pi-session setup, and serves the engines it calls on a private socket.
 On relaunch pi-session keeps your options but drops session selectors

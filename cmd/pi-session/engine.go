@@ -47,11 +47,21 @@ func cmdEngine(ctx context.Context, inv *invocation) int {
 	}
 	c, ok := engineCommands[word]
 	if !ok {
-		return inv.errorf(exitUsage, "engine: no engine command %q (see pi-session engine --help)", clip.To(word, clip.EchoChars))
+		return inv.errorf(exitUsage, "engine: no engine command %q%s (see pi-session engine --help)", clip.To(word, clip.EchoChars), didYouMean(word, engineWords()))
 	}
 	sub := *inv
 	sub.args = inv.args[1:]
 	return c.run(ctx, &sub)
+}
+
+// engineWords are the engine commands, sorted.
+func engineWords() []string {
+	words := make([]string, 0, len(engineCommands))
+	for k := range engineCommands {
+		words = append(words, k)
+	}
+	slices.Sort(words)
+	return words
 }
 
 func printEngineHelp(w io.Writer) {
@@ -61,12 +71,7 @@ func printEngineHelp(w io.Writer) {
 		fmt.Fprint(w, "  (none in this build)\n")
 		return
 	}
-	words := make([]string, 0, len(engineCommands))
-	for k := range engineCommands {
-		words = append(words, k)
-	}
-	slices.Sort(words)
-	for _, k := range words {
+	for _, k := range engineWords() {
 		c := engineCommands[k]
 		fmt.Fprintf(w, "  %s\n      %s\n", c.usage(), c.about)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pi-session/pi-session/budget"
+	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/regfile"
 	"github.com/pi-session/pi-session/session"
@@ -61,12 +63,32 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine handoff: %v", err)
 	}
+	name := args[0]
+	if name == "-" {
+		name = "stdin"
+	}
+	if len(raw) <= budget.MaxArgsBytes {
+		if err := notObjectError(name, raw, `a JSON object with "goal", "next_step" and "facts" (strings)`); err != nil {
+			return inv.errorf(1, "engine handoff: %v", err)
+		}
+	}
 	cwd := *dir
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
 	cwd, _ = filepath.Abs(cwd)
 	a, err := budget.ParseArgs(raw, cwd)
+	var problems budget.ArgsError
+	if errors.As(err, &problems) && len(raw) <= budget.MaxArgsBytes {
+		// Each problem at its place in the file; the model gets the same
+		// list, without places, and is asked to call again.
+		for _, p := range problems {
+			fmt.Fprintf(inv.stderr, "pi-session: engine handoff: %s\n", fieldMessage(name, raw, p.Field, p.Problem))
+		}
+		fmt.Fprintf(inv.stderr, "pi-session: engine handoff: context_handoff would refuse these arguments (%d %s); the model gets the same list and is asked to correct them and call context_handoff again\n",
+			len(problems), plural(len(problems), "problem", "problems"))
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(inv.stderr, err)
 		return 1
@@ -110,7 +132,7 @@ func cmdEngineHandoff(ctx context.Context, inv *invocation) int {
 		fmt.Fprintln(inv.stderr, err)
 		return 1
 	}
-	fmt.Fprint(inv.stdout, doc)
+	printDoc(inv.stdout, doc)
 	return 0
 }
 
@@ -185,6 +207,10 @@ func cmdEngineBudget(ctx context.Context, inv *invocation) int {
 	f, err := session.Open(args[0])
 	if err != nil {
 		return inv.errorf(1, "engine budget: %v", err)
+	}
+	printDiagnostics(inv, f)
+	if f.Header == nil {
+		return inv.errorf(1, "engine budget: %s: %v", clip.Echo(args[0]), session.ErrNoHeader)
 	}
 	branch, err := f.Branch("")
 	if err != nil {

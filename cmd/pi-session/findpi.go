@@ -69,7 +69,7 @@ func findPi(env *environ) (string, error) {
 	if sawSelf {
 		return "", &piError{exitNotFound, fmt.Sprintf("%s: the only %q on PATH is pi-session itself; set PI_SESSION_PI to the real pi", origin, name)}
 	}
-	return "", &piError{exitNotFound, fmt.Sprintf("%s: %q not found on PATH; install pi (npm install -g @earendil-works/pi-coding-agent) or set PI_SESSION_PI", origin, name)}
+	return "", &piError{exitNotFound, fmt.Sprintf("%s: %q not found on PATH; install pi 1.6 (npm install -g @earendil-works/pi-coding-agent@1.6) or set PI_SESSION_PI", origin, name)}
 }
 
 // selfInfo identifies pi-session's own executable, nil when unknown.

@@ -147,6 +147,9 @@ func cmdEnginePins(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine pins: %v", err)
 	}
+	for _, d := range f.Diagnostics { // first: they may say why there is no header
+		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
+	}
 	if f.Header == nil {
 		return inv.errorf(1, "engine pins: %s: %v", path, session.ErrNoHeader)
 	}
@@ -157,15 +160,12 @@ func cmdEnginePins(ctx context.Context, inv *invocation) int {
 		}
 		return inv.errorf(1, "engine pins: %v", err)
 	}
-	for _, d := range f.Diagnostics {
-		fmt.Fprintf(inv.stderr, "pi-session: %v\n", d)
-	}
 	list, problems := pins.Replay(branch)
 	for _, p := range problems {
 		fmt.Fprintf(inv.stderr, "pi-session: %s:%d: entry %s: %s\n", path, p.Line, clip.Echo(p.EntryID), p.What)
 	}
 	if !*asJSON {
-		fmt.Fprint(inv.stdout, pins.Listing(pins.Texts(list)))
+		printDoc(inv.stdout, pins.Listing(pins.Texts(list)))
 		return 0
 	}
 	type jsonPin struct {

@@ -36,7 +36,7 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 	throttle := fs.Bool("throttle", false, "")
 	verbose := fs.BoolP("verbose", "v", false, "")
 	asJSON := fs.Bool("json", false, "")
-	budget := fs.Duration("budget", status.DefaultBudget, "")
+	budget := durationFlag(fs, "budget", status.DefaultBudget, time.Millisecond, time.Hour)
 	args, code, done := parseFlags(inv, fs, inv.args, pruneUsage)
 	if done {
 		return code
@@ -45,9 +45,6 @@ func cmdPrune(ctx context.Context, inv *invocation) int {
 		return inv.errorf(exitUsage, "prune takes no arguments (see pi-session prune --help)")
 	}
 	store := status.StoreFromEnv(inv.env.Get)
-	if *budget <= 0 {
-		return inv.errorf(exitUsage, "--budget %v: want a positive duration such as 200ms or 5s", *budget)
-	}
 	// Retained markers first: a record whose marker goes follows the
 	// normal rule in the same pass.
 	mp, merr := pruneMarkers(inv.env.Get, status.System(), time.Now(), *dryRun)

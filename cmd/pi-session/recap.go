@@ -76,7 +76,7 @@ func recapVerdict(ctx context.Context, r *hooks.Request) (any, error) {
 	return recap.Judge(a), nil
 }
 
-const engineRecapUsage = `usage: pi-session engine recap [--after ENTRY_ID] [--leaf ENTRY_ID] [--json] SESSION_FILE
+const engineRecapUsage = `usage: pi-session engine recap [--after ENTRY_ID] [--starts ID,...] [--leaf ENTRY_ID] [--json] SESSION_FILE
 
 Prints the exact request the recap model would receive for a run of the
 session (its system prompt and its user message, with secrets redacted),
@@ -84,6 +84,10 @@ and sends nothing anywhere. Use it to audit what leaves your machine.
   --after ID  the run after this entry (exclusive), as the extension sends
               it: the leaf when the run began; default: the last run, from
               the last user message on the branch
+  --starts ID,...
+              the entries after which each later run began, as the
+              extension sends them when several runs wait for one recap:
+              the request opens each run with "--- run n of N ---"
   --leaf ID   the end of the branch (default: the file's last entry)
   --json      print {"systemPrompt", "userMessage", ...} as JSON
 A summary (entries, bytes, cut, secrets redacted) goes to stderr.
@@ -93,6 +97,7 @@ A summary (entries, bytes, cut, secrets redacted) goes to stderr.
 func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	fset := newFlagSet("engine recap")
 	after := fset.String("after", "", "")
+	starts := fset.StringSlice("starts", nil, "")
 	leaf := fset.String("leaf", "", "")
 	asJSON := fset.Bool("json", false, "")
 	args, code, done := parseFlags(inv, fset, inv.args, engineRecapUsage)
@@ -106,7 +111,11 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine recap: %v", err) // names the file
 	}
-	run := recap.Run{LeafID: *leaf, Last: !fset.Changed("after")}
+	if f.Header == nil { // the lines pi skipped say why
+		printDiagnostics(inv, f)
+		return inv.errorf(1, "engine recap: %s: %v", clip.Echo(args[0]), session.ErrNoHeader)
+	}
+	run := recap.Run{LeafID: *leaf, Last: !fset.Changed("after"), Starts: *starts}
 	if fset.Changed("after") {
 		run.After = after
 	}
@@ -137,6 +146,13 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	fmt.Fprintf(inv.stderr, "pi-session: recap request for the run after %s (leaf %s): %d entries, transcript %d bytes%s, %d secrets redacted\n",
 		baselineName(run), clip.Echo(p.LeafID), p.Entries, p.TranscriptBytes, cut, p.Redactions)
 	// Lines pi would skip are left out of the run too; say which.
+	printDiagnostics(inv, f)
+	return 0
+}
+
+// printDiagnostics prints the first five problems of a session file on
+// stderr, and how many more there are.
+func printDiagnostics(inv *invocation, f *session.File) {
 	all := f.AllDiagnostics()
 	const shown = 5
 	for _, d := range all[:min(len(all), shown)] {
@@ -145,7 +161,6 @@ func cmdEngineRecap(ctx context.Context, inv *invocation) int {
 	if len(all) > shown {
 		fmt.Fprintf(inv.stderr, "pi-session: and %d more problems (pi-session engine session lists them)\n", len(all)-shown+f.Omitted)
 	}
-	return 0
 }
 
 func baselineName(run recap.Run) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -306,7 +307,7 @@ func cmdEngineRelay(ctx context.Context, inv *invocation) int {
 	if err != nil {
 		return inv.errorf(1, "engine relay: %v", err)
 	}
-	fmt.Fprint(inv.stdout, p.Text)
+	printDoc(inv.stdout, p.Text)
 	fmt.Fprintf(inv.stderr, "pi-session: note of %d characters; the context would keep %s on\n", len([]rune(p.Text)), p.KeptFrom)
 	return 0
 }
@@ -319,13 +320,15 @@ entries that left the context on the branch ending at the file's last entry
 text (note:<n> for a handoff note, from the agent dir's context-relay/:
 PI_CODING_AGENT_DIR, else the one the session file is kept in, else
 ~/.pi/agent). Nothing is written.
+--limit N is the number of results, 1 to 30 (default 8); --offset N the
+character of the entry to start from, 0 or more (default 0).
 `
 
 func cmdEngineRecall(ctx context.Context, inv *invocation) int {
 	fs := newFlagSet("engine recall")
-	limit := fs.Int("limit", relay.DefaultLimit, "results (1-30)")
+	limit := intFlag(fs, "limit", relay.DefaultLimit, 1, relay.MaxLimit)
 	entry := fs.String("entry", "", "an entry id, or note:<n>")
-	offset := fs.Int("offset", 0, "character offset in the entry")
+	offset := intFlag(fs, "offset", 0, 0, math.MaxInt)
 	lineage := fs.Bool("lineage", false, "search ancestor sessions too")
 	rest, code, done := parseFlags(inv, fs, inv.args, recallUsage)
 	if done {

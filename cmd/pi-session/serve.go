@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,7 +37,7 @@ Its log is <agent dir>/pi-session/host.jsonl.
 // cmdServe runs the engine host for one plain pi.
 func cmdServe(ctx context.Context, inv *invocation) int {
 	fs := newFlagSet("serve")
-	pid := fs.Int("pid", os.Getppid(), "")
+	pid := intFlag(fs, "pid", os.Getppid(), 1, math.MaxInt32) // pid_t
 	args, code, done := parseFlags(inv, fs, inv.args, serveUsage)
 	if done {
 		return code

@@ -182,6 +182,9 @@ func readSettings(path string) ([]member, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := notObjectError(path, b, "a JSON object of pi's settings"); err != nil {
+		return nil, err
+	}
 	ms, err := parseObject(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { guardIntegration } from "./guards.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "guards-"));
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 test("no library: the guard is not consulted, until one is set up", async () => {
 	const said: string[] = [];

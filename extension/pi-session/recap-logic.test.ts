@@ -20,6 +20,7 @@ import {
 	RecapController,
 	reportActivity,
 	RunBoundary,
+	MAX_RUN_STARTS,
 	saveSummaryConfig,
 	STATUS_TEXT,
 	SummaryError,
@@ -166,16 +167,27 @@ test("config save: an abort stops a write that hangs, and the previous file stay
 	}
 });
 
-test("RunBoundary: the first begin wins; a null leaf is a baseline too", () => {
+test("RunBoundary: the first begin is the baseline, later ones the starts of later runs; a null leaf is a baseline too", () => {
 	const b = new RunBoundary();
 	assert.equal(b.pending(), false);
 	b.begin("a");
 	b.begin("b");
+	b.begin("b"); // the same leaf again starts no new run
+	b.begin("c");
 	assert.equal(b.baseline(), "a");
+	assert.deepEqual(b.starts(), ["b", "c"]);
 	b.clear();
+	assert.deepEqual(b.starts(), []);
 	b.begin(null);
 	assert.equal(b.pending(), true);
 	assert.equal(b.baseline(), null);
+	b.begin("x");
+	assert.deepEqual(b.starts(), ["x"]);
+	b.clear();
+	for (let i = 0; i <= MAX_RUN_STARTS + 1; i++) b.begin(`r${i}`);
+	assert.equal(b.baseline(), "r0");
+	assert.equal(b.starts().length, MAX_RUN_STARTS);
+	assert.equal(b.starts()[MAX_RUN_STARTS - 1], `r${MAX_RUN_STARTS + 1}`, "the latest starts are kept");
 });
 
 test("activity: children report running and settled; listeners hear changes", () => {
@@ -234,7 +246,7 @@ const prepared = (over: Partial<Prepared> = {}): Prepared => ({
 
 function fakeHost(over: Partial<RecapHost> = {}) {
 	const log = {
-		prepares: [] as { leafId: string; after: string | null }[],
+		prepares: [] as { leafId: string; after: string | null; starts?: string[] }[],
 		appended: [] as RecapEntryData[],
 		status: [] as (string | undefined)[],
 		warnings: [] as string[],
@@ -248,7 +260,7 @@ function fakeHost(over: Partial<RecapHost> = {}) {
 		leafId: () => state.leaf,
 		config: async () => state.config,
 		prepare: async (run) => {
-			log.prepares.push({ leafId: run.leafId, after: run.after });
+			log.prepares.push(run.starts.length > 0 ? { leafId: run.leafId, after: run.after, starts: run.starts } : { leafId: run.leafId, after: run.after });
 			return prepared();
 		},
 		summarize: async () => ({ recap: "Did it.", next: "Ship it." }),
@@ -305,7 +317,7 @@ test("controller: a settled run arms the timer; firing writes one recap covering
 	assert.equal([...t.pending.values()][0].ms, 30_000);
 	t.fireAll();
 	await settle();
-	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
+	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0", starts: ["L1"] }], "the engine learns where the second run began");
 	assert.deepEqual(log.appended, [{ recap: "Did it.", next: "Ship it.", provider: "p", model: "m", reasoning: "medium" }]);
 	assert.deepEqual(log.status, [STATUS_TEXT, undefined]);
 	assert.equal(log.begun, 1);
@@ -350,7 +362,7 @@ test("controller: user activity cancels the timer and keeps the boundary", async
 	await c.settled();
 	t.fireAll();
 	await settle();
-	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0" }]);
+	assert.deepEqual(log.prepares, [{ leafId: "L1", after: "B0", starts: ["B1"] }]);
 	assert.equal(log.appended.length, 1);
 });
 

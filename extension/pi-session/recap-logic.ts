@@ -125,17 +125,30 @@ async function writeAtomic(file: string, data: string, signal: AbortSignal): Pro
 	}
 }
 
-// RunBoundary remembers where the pending run began: the leaf when the
-// first run since the last recap started (first call wins, so several runs
-// pile up behind one baseline and one recap covers them all).
+// MAX_RUN_STARTS bounds the run starts a boundary remembers: the latest
+// runs of a long batch are the ones a recap leads with.
+export const MAX_RUN_STARTS = 100;
+
+// RunBoundary remembers where the pending runs began: the leaf when the
+// first run since the last recap started (the baseline: several runs pile
+// up behind it and one recap covers them all), and the leaf when each
+// later one started, so the recap can tell which request started which
+// run (a message steered in or queued as a follow-up while a run works is
+// part of that run: pi starts no new one for it).
 export class RunBoundary {
 	private set = false;
 	private leaf: string | null = null;
+	private later: string[] = [];
 
 	begin(leafId: string | null | undefined) {
-		if (this.set) return;
-		this.set = true;
-		this.leaf = leafId ?? null;
+		if (!this.set) {
+			this.set = true;
+			this.leaf = leafId ?? null;
+			return;
+		}
+		if (!leafId || leafId === this.leaf || this.later[this.later.length - 1] === leafId) return;
+		this.later.push(leafId);
+		if (this.later.length > MAX_RUN_STARTS) this.later.shift();
 	}
 
 	pending(): boolean {
@@ -147,9 +160,15 @@ export class RunBoundary {
 		return this.leaf;
 	}
 
+	// starts are the leaves after which each later run began, oldest first.
+	starts(): string[] {
+		return [...this.later];
+	}
+
 	clear() {
 		this.set = false;
 		this.leaf = null;
+		this.later = [];
 	}
 }
 
@@ -323,7 +342,7 @@ export type RecapHost = {
 	leafId: () => string | null;
 	config: () => Promise<SummaryConfig>;
 	// prepare asks the engine; undefined when it is unreachable.
-	prepare: (run: { leafId: string; after: string | null; last: false }, signal: AbortSignal) => Promise<Prepared | undefined>;
+	prepare: (run: { leafId: string; after: string | null; last: false; starts: string[] }, signal: AbortSignal) => Promise<Prepared | undefined>;
 	summarize: (p: Prepared, config: SummaryConfig, signal: AbortSignal) => Promise<RunRecap>;
 	append: (data: RecapEntryData) => void;
 	status: (text: string | undefined) => void;
@@ -489,7 +508,7 @@ export class RecapController {
 	private async write(config: SummaryConfig, signal: AbortSignal) {
 		const after = this.boundary.baseline();
 		const leafId = this.host.leafId() ?? "";
-		const p = await this.host.prepare({ leafId, after, last: false }, signal);
+		const p = await this.host.prepare({ leafId, after, last: false, starts: this.boundary.starts() }, signal);
 		if (signal.aborted || !p) return; // the engine is down: try again after the next run
 		if (p.gone || p.empty) {
 			this.boundary.clear();

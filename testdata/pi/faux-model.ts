@@ -369,13 +369,20 @@ function registerRecapModel(pi: ExtensionAPI) {
 	pi.registerProvider(faux.provider);
 }
 
-// goodRecap is the scripted recap of a transcript: the first request and
-// the tools the run called.
+// goodRecap is the scripted recap of a transcript, as the recap prompt
+// asks: the last run (after the last "--- run n of N ---" line, or the
+// whole transcript) with the request that started it (its first USER line)
+// and the tools it called; earlier runs by their requests.
 function goodRecap(transcript: string): { recap: string; next: string } {
-	const ask = /^USER: (.*)$/m.exec(transcript)?.[1]?.trim() ?? "the request";
-	const tools = [...transcript.matchAll(/^TOOL CALL ([^:]+):/gm)].map((m) => m[1]);
+	const runs = transcript.split(/^--- run \d+ of \d+ ---$/m).filter((r) => /^(USER|ASSISTANT|TOOL|EXTENSION)/m.test(r));
+	const quote = (s: string) => (s.length > 60 ? s.slice(0, 57) + "..." : s);
+	const ask = (run: string) => /^USER: (.*)$/m.exec(run)?.[1]?.trim() ?? "the request";
+	const lastRun = runs[runs.length - 1] ?? transcript;
+	const tools = [...lastRun.matchAll(/^TOOL CALL ([^:]+):/gm)].map((m) => m[1]);
 	const unique = [...new Set(tools)];
-	const quoted = ask.length > 60 ? ask.slice(0, 57) + "..." : ask;
+	const quoted = quote(ask(lastRun));
 	const did = tools.length > 0 ? `Ran ${tools.length} tool call${tools.length === 1 ? "" : "s"} (${unique.join(", ")}) for "${quoted}"` : `Answered "${quoted}"`;
-	return { recap: `${did}; the run finished without errors.`, next: "Review the answer and continue with the next task." };
+	const earlier = runs.slice(0, -1).map((r) => `"${quote(ask(r))}"`);
+	const before = earlier.length > 0 ? ` (earlier: ${earlier.join(", ")})` : "";
+	return { recap: `${did}${before}; the run finished without errors.`, next: "Review the answer and continue with the next task." };
 }
