@@ -117,8 +117,8 @@ func writeBenchRun(b *testing.B, path string, size int64) {
 // BenchmarkRedactAdversarial runs the redactor on 48 KB inputs built to
 // make naive scanners quadratic (runs of token prefixes, assignments,
 // unclosed quotes, tags, key headers, escapes, table headers, YAML block
-// indicators, box borders, pipes); each should take about as long as
-// ordinary text.
+// indicators, box borders, pipes, names about secrets with values to
+// weigh); each should take about as long as ordinary text.
 func BenchmarkRedactAdversarial(b *testing.B) {
 	cases := map[string]string{
 		"ordinary":        strings.Repeat("line 42 of a long tool output, \"quoted\" and tab\tseparated\n", 800),
@@ -138,6 +138,7 @@ func BenchmarkRedactAdversarial(b *testing.B) {
 		"yaml blocks":     strings.Repeat("token: |\n", 4800),
 		"boxes":           strings.Repeat("ghp_abc │\n│ ", 4000),
 		"echo pipes":      strings.Repeat("echo x | ", 5300),
+		"names about":     strings.Repeat("private_key_id=3f1e7c2a9b4d4e8fa1c6 token_count=12 ", 960),
 	}
 	for name, s := range cases {
 		b.Run(name, func(b *testing.B) {

@@ -55,6 +55,11 @@ func FuzzRedact(f *testing.F) {
 	for _, l := range append(append([]lookAlike{}, lookAlikes...), attackLookAlikes...) {
 		f.Add(l.text)
 	}
+	for _, p := range keyPlaces() {
+		secret, _ := p.render(devKeySecrets[0].words, pkID)
+		look, _ := p.render(devKeyLooks[0].words, devKeyLooks[0].values[0])
+		f.Add(secret + "\n" + look)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		once, _ := Redact(s)
 		twice, n := Redact(once)
@@ -70,6 +75,8 @@ func FuzzRedactJSON(f *testing.F) {
 	f.Add([]byte(`{"command":"mysql -pSecret1 \u0041","arr":[true,null,-1.5e3,"x"]}`))
 	f.Add([]byte(`{"cut":"abc\`))
 	f.Add([]byte(`[{"a":`))
+	f.Add([]byte(devKeyDocs[0].text))
+	f.Add([]byte(`{"private_key_ids":["` + pkID + `"],"token_usage":{"cache_key":"` + pkID + `"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		out, _ := RedactJSON(raw)
 		_ = out

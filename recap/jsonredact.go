@@ -55,11 +55,13 @@ func (w *jsonRedactor) valueClass() keyClass {
 // memberClass is the class of a member's value: its own key's, or else
 // the class of the container when the key does not qualify it
 // ({"credentials": {"user": "bob", "token": ...}}: "user" is no secret).
+// An object under a name about a secret ({"token_usage": {...}}) holds
+// other things, named by their own keys.
 func memberClass(parent keyClass, key string) keyClass {
 	if c := classifyKey(key); c != keyPlain {
 		return c
 	}
-	if parent == keyPlain {
+	if parent == keyPlain || parent == keyAbout {
 		return keyPlain
 	}
 	words := splitWords(key)
@@ -197,8 +199,7 @@ func namedClass(raw []byte) keyClass {
 // secret, else redacted as text.
 func (w *jsonRedactor) str(s string) {
 	class := w.valueClass()
-	secret := class == keyPassword && !placeholder(s) || class == keyToken && !placeholder(s) && credentialLike(s)
-	if secret {
+	if class.marks(s) {
 		// "Authorization": "Bearer x" keeps its scheme.
 		if scheme, _, ok := strings.Cut(s, " "); ok && authSchemes[strings.ToLower(scheme)] {
 			writeJSONString(&w.out, scheme+" "+Redacted)

@@ -11,9 +11,23 @@ type keyClass int
 
 const (
 	keyPlain    keyClass = iota // not secret
-	keyPassword                 // any value but a placeholder is secret
+	keyAbout                    // about a secret ("private_key_id", "token_count"): key material is secret, words and numbers are not
 	keyToken                    // a value that looks like a credential is secret
+	keyPassword                 // any value but a placeholder is secret
 )
+
+// marks reports whether v, the value of a name of class c, is a secret.
+func (c keyClass) marks(v string) bool {
+	switch c {
+	case keyPassword:
+		return !placeholder(v)
+	case keyToken:
+		return !placeholder(v) && credentialLike(v)
+	case keyAbout:
+		return !placeholder(v) && opaque(v)
+	}
+	return false
+}
 
 // Words of a name, matched as whole words (never substrings: "totalTokens"
 // is no token, "certificate-authority-data" is no auth).
@@ -21,17 +35,18 @@ var (
 	passwordWords = set("password", "passwd", "passphrase", "pwd", "pass", "passcode",
 		"storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass", "pgpassword", "mysqlpwd")
 	tokenWords = set("secret", "token", "credential", "credentials", "authorization", "auth", "cookie",
-		"apikey", "accesskey", "secretkey", "privatekey", "authtoken", "accesstoken", "refreshtoken",
+		"apikey", "accesskey", "secretkey", "privatekey", "privkey", "creds", "authtoken", "accesstoken", "refreshtoken",
 		"sessiontoken", "apitoken", "clientsecret", "bearertoken", "idtoken", "csrftoken", "xsrftoken",
 		"authkey", "masterkey", "signingkey", "encryptionkey", "licensekey", "sharedaccesskey",
 		"accountkey", "connectionstring", "sastoken", "pat", "datakey")
 	// keyModifiers make a following "key" secret: "api key", "client key".
-	keyModifiers = set("api", "access", "secret", "private", "client", "auth", "master", "encryption",
+	keyModifiers = set("api", "access", "secret", "private", "priv", "client", "auth", "master", "encryption",
 		"signing", "session", "license", "account", "storage", "shared", "service", "app", "admin",
 		"consumer", "webhook", "hmac", "subscription", "deploy", "ssh", "gpg", "pgp", "encrypt",
 		"decrypt", "crypto", "cipher", "aes", "jwt", "bot", "integration", "personal", "root", "sas")
-	// qualifiers as the last word say the name is about a secret without
-	// holding one: "tokenCount", "password_file", "secretName".
+	// qualifiers after a secret word say the name is about a secret
+	// rather than the secret itself: "tokenCount", "password_file",
+	// "secretName", "private_key_id".
 	qualifiers = set("count", "counts", "limit", "limits", "type", "types", "kind", "usage", "used",
 		"estimate", "estimated", "budget", "length", "len", "size", "index", "idx", "id", "ids", "name",
 		"names", "ref", "refs", "file", "files", "path", "paths", "dir", "env", "var", "variable",
@@ -43,7 +58,15 @@ var (
 		"encoding", "algorithm", "alg", "schema", "template", "arn", "command", "cmd", "helper",
 		"store", "storage", "reset", "changed", "set", "valid", "invalid", "missing", "error", "errors",
 		"rule", "rules", "check", "strength", "age", "created", "updated", "at", "header", "headers",
-		"key", "mount", "volume", "class", "uid", "user", "username", "login", "fd", "sock", "socket")
+		"key", "mount", "volume", "class", "uid", "user", "username", "login", "fd", "sock", "socket",
+		"status", "state", "date", "time", "timestamp")
+
+	// others after a secret word say the name is about another thing of
+	// the secret's context: "auth_user_id", "token_issuer".
+	others = set("user", "username", "login", "issuer", "audience", "provider", "owner")
+	// quantifiers before a secret word make a name about a number of them:
+	// "max_token", "min_password".
+	quantifiers = set("max", "min", "num", "total")
 )
 
 func set(words ...string) map[string]bool {
@@ -54,37 +77,52 @@ func set(words ...string) map[string]bool {
 	return m
 }
 
-// classifyKey says whether name marks a secret value.
+// classifyKey says whether name marks a secret value. A name is secret
+// when it holds a secret word ("password", "token", "secret", "auth",
+// "credentials", "api key", "private key"; whole words, in any case
+// style), and about a secret when a qualifier follows the word
+// ("private_key_id", "secretId", "token_count", "password_min_length")
+// or a quantifier comes before it ("max_token").
 func classifyKey(name string) keyClass {
 	words := splitWords(name)
-	if len(words) == 0 {
-		return keyPlain
-	}
-	last := len(words) - 1
 	class := keyPlain
-	for i, w := range words {
-		c := wordClass(w)
-		if c == keyPlain && w == "key" && i > 0 && keyModifiers[words[i-1]] {
-			c = keyToken
-		}
+	for i := range words {
+		c := secretWordAt(words, i)
 		if c == keyPlain {
 			continue
 		}
-		// A qualifier after the secret word turns the name into one about
-		// the secret ("password_file", "token_count"), unless the secret
-		// word itself is last ("secret", "api_key").
-		if i < last && qualifiers[words[last]] && !(words[last] == "key" && keyModifiers[words[last-1]]) {
-			// "secret_key" ends in key: handled above as a modifier pair.
-			continue
+		if i > 0 && quantifiers[words[i-1]] {
+			c = keyAbout
 		}
-		if c > class || class == keyPlain {
-			class = c
+		for _, w := range words[i+1:] {
+			if others[w] {
+				c = keyPlain
+				break
+			}
+			if qualifiers[w] {
+				c = keyAbout
+			}
 		}
-		if class == keyPassword {
-			break
-		}
+		class = max(class, c)
 	}
 	return class
+}
+
+// secretWordAt is the class of words[i] as a secret word: one of the
+// secret words, or "key" after a word that makes it one ("api key",
+// "private key"), or a secret word run together with "id" ("secretid").
+func secretWordAt(words []string, i int) keyClass {
+	w := words[i]
+	if c := wordClass(w); c != keyPlain {
+		return c
+	}
+	if (w == "key" || w == "keys") && i > 0 && (keyModifiers[words[i-1]] || strings.HasSuffix(words[i-1], "api")) {
+		return keyToken // "XAPIKey" splits as xapi key
+	}
+	if base, ok := strings.CutSuffix(w, "id"); ok && wordClass(base) != keyPlain {
+		return keyAbout
+	}
+	return keyPlain
 }
 
 // wordClass is the class of one word of a name: a secret word, with a

@@ -525,7 +525,7 @@ func (f *finder) yamlBlock(keyAt, v int, class keyClass) int {
 	}
 	end = min(end, len(s))
 	body := strings.TrimSpace(s[start:end])
-	if body == "" || placeholder(body) || class == keyToken && !credentialLike(strings.Join(strings.Fields(body), "")) {
+	if body == "" || placeholder(body) || class == keyToken && !credentialLike(strings.Join(strings.Fields(body), "")) || class == keyAbout && !opaque(strings.Join(strings.Fields(body), "")) {
 		return 0
 	}
 	first := start + indentOf(s[start:])
@@ -604,7 +604,7 @@ func (f *finder) value(i int, class keyClass, sep string, query bool) int {
 	if placeholder(v) {
 		return 0
 	}
-	if class == keyToken && !credentialLike(continuationRE().ReplaceAllString(v, "")) {
+	if class == keyToken && !credentialLike(continuationRE().ReplaceAllString(v, "")) || class == keyAbout && !opaque(v) {
 		return 0
 	}
 	if sep == ":" && !quoted && isProse(v, s[ve:]) {
@@ -803,7 +803,7 @@ func (f *finder) xmlTags() {
 			ve = vs + nl
 		}
 		v := strings.TrimSpace(s[vs:ve])
-		if v == "" || placeholder(v) || class == keyToken && !credentialLike(v) {
+		if !class.marks(v) {
 			continue
 		}
 		f.add(vs, ve, Redacted)
@@ -912,10 +912,10 @@ func (f *finder) pairRow(off int, line string) {
 		return // not two cells, or no separator at all
 	}
 	name, v := line[cells[0][0]:cells[0][1]], line[cells[1][0]:cells[1][1]]
-	if len(name) > 64 || !isName(name) || !mayNameSecret(f.lower[off+cells[0][0]:off+cells[0][1]]) || classifyKey(name) == keyPlain {
+	if len(name) > 64 || !isName(name) || !mayNameSecret(f.lower[off+cells[0][0]:off+cells[0][1]]) {
 		return
 	}
-	if !placeholder(v) && credentialLike(v) {
+	if c := classifyKey(name); c != keyPlain && !placeholder(v) && credentialLike(v) && (c != keyAbout || opaque(v)) {
 		f.add(off+cells[1][0], off+cells[1][1], Redacted)
 	}
 }
@@ -968,7 +968,7 @@ func (f *finder) tableRows(off int, sep byte, cols []keyClass) int {
 		at := off
 		for i, fl := range strings.Split(line, string(sep)) {
 			v := strings.Trim(strings.TrimSpace(fl), `"`)
-			if c := cols[i]; c != keyPlain && v != "" && !placeholder(v) && (c == keyPassword || credentialLike(v)) {
+			if cols[i].marks(v) {
 				k := at + strings.Index(fl, v)
 				f.add(k, k+len(v), Redacted)
 			}
@@ -993,7 +993,7 @@ func (f *finder) keyValueRows(off int) int {
 			return off
 		}
 		v := strings.TrimLeft(name[k:], " ")
-		if c := classifyKey(name[:k]); c != keyPlain && !placeholder(v) && (c == keyPassword || credentialLike(v)) {
+		if classifyKey(name[:k]).marks(v) {
 			vs := off + len(line) - len(v)
 			f.add(vs, vs+len(v), Redacted)
 		}
@@ -1547,8 +1547,7 @@ func (f *finder) flagWords(ws []word, depth int) {
 		return word{}, false
 	}
 	secretValue := func(class keyClass, start, end int) {
-		v := s[start:end]
-		if v == "" || placeholder(v) || class == keyToken && !credentialLike(v) {
+		if !class.marks(s[start:end]) {
 			return
 		}
 		f.add(start, end, Redacted)
@@ -1711,6 +1710,8 @@ func (f *finder) flagWords(ws []word, depth int) {
 		if class := classifyKey(name); class != keyPlain {
 			if v, ok := nextValue(i); ok && !plainAssignment(text(v)) {
 				secretValue(class, v.start, v.end)
+			} else if i+1 < len(ws) && !ws[i+1].brk && strings.HasPrefix(text(ws[i+1]), "-") && !strings.HasPrefix(text(ws[i+1]), "--") && opaque(text(ws[i+1])) {
+				secretValue(class, ws[i+1].start, ws[i+1].end) // base64url may start with -: --token -cfr4b...
 			}
 		}
 	}
@@ -1820,6 +1821,126 @@ func credentialLike(v string) bool {
 		}
 	}
 	return digit || other || upper && lower || len(v) >= 12
+}
+
+// opaque reports whether v looks like key material or a random identifier
+// (hex digits, a UUID, base64) rather than a number, a word, a name, a
+// path, a time or a version: 16 characters or more of a token's alphabet,
+// with a UUID, a run of 16 hex digits or more (letters and digits), a run
+// of 8 letters and digits or more that mixes them (two of each, changing
+// between them twice or more: not "Password2024"), or a run of 16 or more
+// whose pieces (at case changes and between letters and digits) are
+// shorter than 3 on average, or than 4 with fewer than one vowel in four
+// letters, where names have words ("MyApplicationSecretName"); or in mixed
+// case with pieces of letters shorter than 3 on average (3.5 with two
+// digits or more) over a whole value of base64's alphabet (whose + / - _
+// cut its runs short).
+func opaque(v string) bool {
+	v = strings.Trim(strings.TrimSpace(v), "\"'`")
+	if len(v) < 16 || len(v) > maxValue {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if !isTokenByte(v[i]) {
+			return false
+		}
+	}
+	if isUUID(v) {
+		return true
+	}
+	upper, lower, digits, wordPieces, alnums := 0, 0, 0, 0, 0 // over the whole value
+	base64 := true                                            // the value is of base64's or base64url's alphabet
+	for i := 0; i < len(v); {
+		j := i
+		for j < len(v) && isAlnum(v[j]) {
+			j++
+		}
+		if j < len(v) && strings.IndexByte("-_+/=", v[j]) < 0 {
+			base64 = false
+		}
+		for k := i; k < j; k++ {
+			alnums++
+			switch c := v[k]; {
+			case c <= '9':
+				digits++
+				continue
+			case c < 'a':
+				upper++
+			default:
+				lower++
+			}
+			if k == i || pieceStart(v[i:j], k-i) {
+				wordPieces++
+			}
+		}
+		if run := v[i:j]; len(run) >= 8 && !compactTime(run) {
+			letters, digits, mixes, pieces, vowels := 0, 0, 0, 1, 0
+			for k := 0; k < len(run); k++ {
+				if run[k] <= '9' {
+					digits++
+				} else {
+					letters++
+					if strings.IndexByte("aeiouAEIOU", run[k]) >= 0 {
+						vowels++
+					}
+				}
+				if k > 0 && (run[k-1] <= '9') != (run[k] <= '9') {
+					mixes++
+				}
+				if k > 0 && pieceStart(run, k) {
+					pieces++
+				}
+			}
+			switch {
+			case len(run) >= 16 && letters > 0 && digits > 0 && isHex(run),
+				letters >= 2 && digits >= 2 && mixes >= 2,
+				len(run) >= 16 && (3*pieces > len(run) || 4*pieces > len(run) && 4*vowels < letters):
+				return true
+			}
+		}
+		i = j + 1
+	}
+	// Base64 whose + / - _ cut its runs short ("dmlUc-FvszoDv8Op-qxCWhM_x").
+	return base64 && upper >= 2 && lower >= 2 && (3*wordPieces > alnums || digits >= 2 && 7*wordPieces > 2*alnums)
+}
+
+// pieceStart reports whether a piece of run starts at k: a digit after a
+// letter or a letter after a digit, an upper-case letter after a
+// lower-case one, or the last capital before lower-case ("HTTPServer").
+func pieceStart(run string, k int) bool {
+	a, b := run[k-1], run[k]
+	if (a <= '9') != (b <= '9') {
+		return true
+	}
+	if a <= '9' {
+		return false
+	}
+	upperA, upperB := a < 'a', b < 'a'
+	return !upperA && upperB || upperA && upperB && k+1 < len(run) && run[k+1] >= 'a'
+}
+
+// isUUID reports whether v is a UUID (8-4-4-4-12 hex digits).
+func isUUID(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if v[i] != '-' {
+				return false
+			}
+		} else if !isHexByte(v[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compactTime reports whether s is a date and time written without
+// separators, as in 20261130T091859Z.
+func compactTime(s string) bool {
+	s = strings.TrimSuffix(s, "Z")
+	return len(s) == 15 && s[8] == 'T' && isDigits(s[:8]) && isDigits(s[9:])
 }
 
 // placeholder reports whether v stands for a secret without being one: a

@@ -13,12 +13,13 @@ type State string
 
 // States of a session, from its record and the process table.
 const (
-	Running   State = "running"    // the recorded process is alive and is the same process
-	Exited    State = "exited"     // the session ended cleanly (endedAt is set)
-	Crashed   State = "crashed"    // the pid is dead and the session never recorded a clean end
-	PIDReused State = "pid reused" // the pid is alive, but its start time or boot differs
-	Unknown   State = "unknown"    // no usable pid, or the process table would not say (EPERM etc.)
-	Corrupt   State = "corrupt"    // the record could not be read or parsed
+	Running     State = "running"     // the recorded process is alive and is the same process
+	Exited      State = "exited"      // the session's end is recorded (endedAt is set): a bye, or pi exited, whatever its status
+	Interrupted State = "interrupted" // pi ended on Ctrl+C or a stop request pi-session passed on
+	Crashed     State = "crashed"     // pi was killed by a signal nobody asked for, or its pid is dead without a recorded end
+	PIDReused   State = "pid reused"  // the pid is alive, but its start time or boot differs
+	Unknown     State = "unknown"     // no usable pid, or the process table would not say (EPERM etc.)
+	Corrupt     State = "corrupt"     // the record could not be read or parsed
 	// Mismatched: the record's sessionId is not the one its file name says
 	// (written by hand, or by a tool that got the name wrong). Writers
 	// leave it alone.
@@ -86,6 +87,9 @@ func (r *Record) SetProcess(id Identity) {
 // does not make a live process look reused.
 func Classify(r *Record, p Process, bootID string) State {
 	if r.EndedAt != nil {
+		if r.EndedBy == EndInterrupt {
+			return Interrupted
+		}
 		return Exited
 	}
 	if r.PID <= 0 {

@@ -27,6 +27,9 @@ func TestClassify(t *testing.T) {
 		{"dead, no clean end", Record{PID: 10, StartTicks: 500, BootID: bootA}, Process{State: PIDDead}, bootA, Crashed},
 		{"dead after a reboot", Record{PID: 10, StartTicks: 500, BootID: bootA}, Process{State: PIDDead}, bootB, Crashed},
 		{"dead, clean end", Record{PID: 10, EndedAt: ended}, Process{State: PIDDead}, bootA, Exited},
+		{"dead, exited non-zero", Record{PID: 10, EndedAt: ended, EndedBy: EndExit, ExitStatus: ptr(3)}, Process{State: PIDDead}, bootA, Exited},
+		{"dead, interrupted", Record{PID: 10, EndedAt: ended, EndedBy: EndInterrupt, ExitStatus: ptr(130)}, Process{State: PIDDead}, bootA, Interrupted},
+		{"dead, killed: no end recorded", Record{PID: 10, EndedBy: EndSignal, ExitStatus: ptr(137)}, Process{State: PIDDead}, bootA, Crashed},
 		{"ended, process still alive", Record{PID: 10, StartTicks: 500, EndedAt: ended}, Process{PIDAlive, 500}, bootA, Exited},
 		{"eperm, same identity", Record{PID: 10, StartTicks: 500, BootID: bootA}, Process{PIDDenied, 500}, bootA, Running},
 		{"eperm, other start", Record{PID: 10, StartTicks: 500, BootID: bootA}, Process{PIDDenied, 9}, bootA, PIDReused},
@@ -127,3 +130,5 @@ func deadPID(t testing.TB) int {
 	}
 	return cmd.Process.Pid
 }
+
+func ptr[T any](v T) *T { return &v }

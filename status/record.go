@@ -70,6 +70,29 @@ type Record struct {
 	// ExitStatus is the process's exit status as its supervisor saw it:
 	// the code, or 128+n after signal n. Absent when nobody saw it end.
 	ExitStatus *int `json:"exitStatus,omitempty"`
+	// EndedBy says how the supervisor saw the process end: EndExit (it
+	// exited, whatever its status), EndInterrupt (Ctrl+C, or a stop
+	// request pi-session received and passed on) or EndSignal (killed by
+	// a signal nobody asked pi-session for: a crash, and EndedAt stays
+	// unset). Absent in records of older versions and of a bye.
+	EndedBy string `json:"endedBy,omitempty"`
+	// ExitSignal names the signal that killed the process ("SIGKILL").
+	ExitSignal string `json:"exitSignal,omitempty"`
+	// ExitNote is the line of what pi printed that says why it ended,
+	// for a pi that ended before its extension said hello (a flag pi
+	// does not know, a Node that is too old); clipped, control
+	// characters written out.
+	ExitNote string `json:"exitNote,omitempty"`
+
+	// Continues is the session this one continues after a relaunch from
+	// a handoff, and ContinuedBy the session that continued this one:
+	// the chain of launches of one pi-session.
+	Continues   string `json:"continues,omitempty"`
+	ContinuedBy string `json:"continuedBy,omitempty"`
+	// HandoffsBefore counts the handoffs of the sessions before this one
+	// in its chain, the one each relaunch continued from included;
+	// HandoffCount counts this session's own.
+	HandoffsBefore int `json:"handoffsBefore,omitempty"`
 
 	// Extra holds fields this version does not know (written by a newer
 	// one); they are written back unchanged.
@@ -83,6 +106,17 @@ type Thresholds struct {
 	Hard        int64 `json:"hard"`
 	MinProgress int64 `json:"minProgress,omitempty"`
 }
+
+// Values of Record.EndedBy.
+const (
+	EndExit      = "exit"
+	EndInterrupt = "interrupt"
+	EndSignal    = "signal"
+)
+
+// PhaseRelaunched is the phase of a session whose pending handoff was
+// carried out by a relaunch: the next session of the chain continues it.
+const PhaseRelaunched = "relaunched"
 
 // Values of Record.Role.
 const (

@@ -20,9 +20,10 @@ type Relauncher struct {
 	pid int
 	a   marker.Assignment
 
-	next  *Continuation // what the next launch continues from
-	cont  *Continuation // what the current launch continues from
-	bound string        // the session the current launch's continuation went to
+	next    *Continuation // what the next launch continues from
+	cont    *Continuation // what the current launch continues from
+	bound   string        // the session the current launch's continuation went to
+	armedBy string        // the session that armed the current launch's marker
 }
 
 // Continuation is what a relaunched pi continues from: the previous
@@ -31,6 +32,11 @@ type Relauncher struct {
 type Continuation struct {
 	SessionFile string `json:"sessionFile"`
 	Handoff     string `json:"handoff"`
+	// Session is the session id that armed the relaunch ("" when another
+	// tool wrote the marker), and HandoffsBefore the handoffs of the chain
+	// up to it, the one continued from included: for status records.
+	Session        string `json:"-"`
+	HandoffsBefore int    `json:"-"`
 }
 
 // Arm makes pid, the pi of the launch a, the one process allowed to arm
@@ -39,8 +45,16 @@ type Continuation struct {
 func (r *Relauncher) Arm(pid int, a marker.Assignment) {
 	r.mu.Lock()
 	r.pid, r.a = pid, a
-	r.cont, r.next, r.bound = r.next, nil, ""
+	r.cont, r.next, r.bound, r.armedBy = r.next, nil, "", ""
 	r.mu.Unlock()
+}
+
+// ArmedBy is the session id that armed the current launch's marker
+// through ArmFor, "" when none did. Call it before Disarm.
+func (r *Relauncher) ArmedBy() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.armedBy
 }
 
 // Continue says what the next launch continues from: a relaunch's marker
@@ -139,6 +153,7 @@ func (r *Relauncher) ArmFor(peer *hooks.Peer, p ArmParams) (ArmResult, error) {
 			return ArmResult{}, hooks.Errorf(hooks.CodeInvalidParams, "supervisor: %s: %v", c.what, c.err)
 		}
 	}
+	r.armedBy = peer.Hello.SessionID
 	return ArmResult{Marker: r.a.Path}, nil
 }
 

@@ -42,6 +42,11 @@ func fakePi(behaviour string) int {
 		return 0
 	case "exit_7":
 		return 7
+	case "fail_flag":
+		// Like pi given a flag it does not know: a line on each stream.
+		fmt.Fprintln(out, "to stdout first")
+		fmt.Fprintln(os.Stderr, "Error: Unknown option: --bogus")
+		return 1
 	case "env":
 		for _, k := range strings.Split(os.Getenv("FAKE_ENV_KEYS"), ",") {
 			fmt.Fprintf(out, "%s=%s\n", k, os.Getenv(k))

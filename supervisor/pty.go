@@ -34,9 +34,16 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 	s.awaitForeground() // started in the background ("pi &"): stop until "fg"
 	if err := s.makeRaw(); err != nil {
 		tty.Close()
+		s.release()
 		return Result{}, &StartError{Code: 71, Err: err}
 	}
-	defer s.restoreTerminal()
+	hold := false
+	defer func() {
+		if !hold {
+			s.release()
+			s.restoreTerminal()
+		}
+	}()
 	leader, report, err := s.startLeader(l, tty)
 	tty.Close()
 	if err != nil {
@@ -58,6 +65,7 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 
 	s.target.Store(ptmx)
 	defer s.target.Store(nil)
+	s.release() // keys typed since the last launch ended go to this pi
 	s.pumpOnce.Do(func() {
 		// The descriptor is taken here, not in the goroutine: the pump
 		// outlives Run, and its *os.File may be closed by then (tests).
@@ -91,7 +99,13 @@ func (s *Supervisor) runPTY(ctx context.Context, l Launch, sigs <-chan os.Signal
 			if ws.Signaled() {
 				s.resetModes(out.altScreen)
 			}
-			return resultOf(piPID, ws), nil
+			res := resultOf(piPID, ws)
+			res.Early = out.early
+			if l.Next != nil && l.Next(res) {
+				hold = true
+				s.holdInput()
+			}
+			return res, nil
 		case err := <-waitErr:
 			out.drain()
 			return Result{PID: piPID}, err
@@ -304,7 +318,9 @@ func (s *Supervisor) resume(ptmx *os.File, leader, piPID int) {
 }
 
 // pump copies the user's keyboard to the current PTY for the life of the
-// process; input arriving between launches is dropped. It reads only what
+// process; between a launch and the one that follows at once
+// (Launch.Next) it is held (holdInput), and input arriving between other
+// launches is dropped. It reads only what
 // the terminal has queued (poll, TIOCINQ, read), so that it never waits
 // inside read: a paused pump (see pauseInput) takes nothing from the
 // terminal, which then belongs to the shell.
@@ -351,6 +367,26 @@ func (s *Supervisor) pauseInput() {
 	s.input.Unlock()
 }
 
+// holdInput keeps the keyboard's bytes in the terminal for the launch
+// that follows (see Launch.Next): the pump takes nothing until release.
+func (s *Supervisor) holdInput() {
+	s.pauseInput()
+	s.mu.Lock()
+	s.held = true
+	s.mu.Unlock()
+}
+
+// release ends a hold: the pump reads the keyboard again.
+func (s *Supervisor) release() {
+	s.mu.Lock()
+	held := s.held
+	s.held = false
+	s.mu.Unlock()
+	if held {
+		s.resumeInput()
+	}
+}
+
 // resumeInput lets the pump read the keyboard again.
 func (s *Supervisor) resumeInput() {
 	s.input.Lock()
@@ -369,6 +405,7 @@ type output struct {
 	wakeR, wakeW *os.File
 	done         chan struct{}
 	altScreen    altScreen // read after done
+	early        []byte    // the first EarlyBytes of the output; read after done
 }
 
 // startOutput starts copying ptmx to the user's terminal until the PTY
@@ -398,6 +435,9 @@ func (o *output) copy() {
 			_, werr = o.s.opts.Stdout.Write(buf[:n])
 			o.s.copying.Add(-1)
 			o.altScreen.scan(buf[:n])
+			if len(o.early) < EarlyBytes {
+				o.early = append(o.early, buf[:min(n, EarlyBytes-len(o.early))]...)
+			}
 		}
 		switch {
 		case err == unix.EINTR:

@@ -27,6 +27,13 @@ type Launch struct {
 	// pi-session itself without a PTY): the PI_SESSION_WRAPPER_PID pi sees,
 	// which names its relaunch marker.
 	Started func(pid, wrapperPID int)
+	// Next, if set, is called once pi has ended, before the terminal is
+	// restored: true says another launch follows at once (a relaunch).
+	// Under a PTY the terminal then stays raw until that launch, and the
+	// keys typed meanwhile (Ctrl+C among them) wait for its pi instead of
+	// reaching pi-session's own process group as signals; Close restores
+	// the terminal if no launch follows after all.
+	Next func(Result) bool
 }
 
 // Result says how one launch ended.
@@ -36,7 +43,15 @@ type Result struct {
 	Signal      syscall.Signal // the signal that killed pi, 0 if it exited
 	CoreDumped  bool           // pi's death by Signal left a core dump
 	Interrupted syscall.Signal // the first stop request (SIGTERM, SIGHUP, SIGQUIT) pi-session received, 0 if none
+	// Early is the start of what pi wrote, at most EarlyBytes: its
+	// terminal output under a PTY; without one its stderr, when
+	// pi-session passes it on (see runPlain), else nothing. It says why a
+	// pi that ends at start-up ended.
+	Early []byte
 }
+
+// EarlyBytes bounds Result.Early.
+const EarlyBytes = 4 << 10
 
 // Status is the shell's view of the result: the code, or 128+n for signal n.
 func (r Result) Status() int {
@@ -86,6 +101,7 @@ type Supervisor struct {
 	handler chan os.Signal // the running launch's signal channel, nil between launches
 	saved   *term.State    // the user's terminal state before raw mode
 	raw     bool
+	held    bool // the last launch's Next said a launch follows: raw kept, input paused
 
 	target   atomic.Pointer[os.File] // where keyboard input goes: the current PTY master
 	copying  atomic.Int32            // the output copier holds bytes not yet written

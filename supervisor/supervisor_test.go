@@ -361,6 +361,55 @@ func TestPTYKeyboardAndRawMode(t *testing.T) {
 	}
 }
 
+// TestPTYRelaunchKeepsKeys: when a launch follows at once (Launch.Next),
+// the terminal stays raw in between, and what the user types then (Ctrl+C
+// included: raw, it is a key, not a signal to pi-session's group) reaches
+// the next pi; Close restores the terminal. Without a launch to follow,
+// Run restores it at once.
+func TestPTYRelaunchKeepsKeys(t *testing.T) {
+	u := newUserTerm(t)
+	before := termios(t, u.tty)
+	s := New(Options{Stdin: u.tty, Stdout: u.tty, Stderr: u.tty, Leader: leader(t)})
+	first := fakeLaunch(t, "exit_0")
+	first.Next = func(res Result) bool { return res.Status() == 0 }
+	if res, err := s.Run(context.Background(), first); err != nil || res.Status() != 0 {
+		t.Fatalf("first Run = %+v, %v", res, err)
+	}
+	if tio := termios(t, u.tty); tio.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 {
+		t.Errorf("terminal not raw between a launch and the one that follows: lflag %#x", tio.Lflag)
+	}
+	u.ptmx.Write([]byte("hello\rquit\r"))
+	second := fakeLaunch(t, "echo")
+	second.Next = func(Result) bool { return true }
+	res, err := s.Run(context.Background(), second)
+	if err != nil || res.Status() != 0 {
+		t.Fatalf("second Run = %+v, %v; output:\n%s", res, err, u.output())
+	}
+	u.waitFor(t, "echo:hello")
+	// Ctrl+C typed in between reaches the next pi as it would have, had it
+	// been typed once that pi runs: its terminal, not raw yet, signals it.
+	u.ptmx.Write([]byte("\x03"))
+	res, err = s.Run(context.Background(), fakeLaunch(t, "echo"))
+	if err != nil || res.Signal != syscall.SIGINT {
+		t.Errorf("third Run, after a Ctrl+C in between = %+v, %v; want death by SIGINT", res, err)
+	}
+	s.Close()
+	if tio := termios(t, u.tty); tio != before {
+		t.Errorf("terminal not restored by Close after a held launch")
+	}
+
+	s = New(Options{Stdin: u.tty, Stdout: u.tty, Stderr: u.tty, Leader: leader(t)})
+	defer s.Close()
+	last := fakeLaunch(t, "exit_0")
+	last.Next = func(Result) bool { return false }
+	if _, err := s.Run(context.Background(), last); err != nil {
+		t.Fatal(err)
+	}
+	if tio := termios(t, u.tty); tio != before {
+		t.Errorf("terminal not restored after a launch nothing follows")
+	}
+}
+
 func TestPTYLeaderIsParentAndPiLeadsItsGroup(t *testing.T) {
 	u := newUserTerm(t)
 	var piPID int
@@ -497,6 +546,57 @@ func TestPlainPassthrough(t *testing.T) {
 		}
 		if l := leaked(fds, openFDs(t)); len(l) != 0 {
 			t.Errorf("plain %s: file descriptors leaked: %v", tt.behaviour, l)
+		}
+	}
+}
+
+// TestEarlyOutput: the start of what pi wrote is kept for a note on how
+// it ended: under a PTY its output; without one its stderr, passed on
+// byte for byte, when stderr is neither a terminal nor stdout's file (with
+// 2>&1 pi writes to it directly, so the two streams keep their order).
+func TestEarlyOutput(t *testing.T) {
+	u := newUserTerm(t)
+	res, err := supervise(t, u, fakeLaunch(t, "fail_flag"), nil)
+	if err != nil || res.Status() != 1 || !strings.Contains(string(res.Early), "Error: Unknown option: --bogus") {
+		t.Errorf("PTY: status %d, early %q, err %v; want 1 with pi's error", res.Status(), res.Early, err)
+	}
+
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name      string
+		same      bool
+		wantEarly string
+	}{
+		{"own files", false, "Error: Unknown option: --bogus\n"},
+		{"stderr is stdout", true, ""},
+	} {
+		stdin, _ := os.Open(os.DevNull)
+		outf, _ := os.Create(filepath.Join(dir, tt.name+".out"))
+		errf := outf
+		if !tt.same {
+			errf, _ = os.Create(filepath.Join(dir, tt.name+".err"))
+		}
+		fds := openFDs(t)
+		s := New(Options{Stdin: stdin, Stdout: outf, Stderr: errf})
+		res, err := s.Run(context.Background(), fakeLaunch(t, "fail_flag"))
+		s.Close()
+		if l := leaked(fds, openFDs(t)); len(l) != 0 {
+			t.Errorf("%s: file descriptors leaked: %v", tt.name, l)
+		}
+		stdin.Close()
+		outf.Close()
+		errf.Close()
+		if err != nil || res.Status() != 1 || string(res.Early) != tt.wantEarly {
+			t.Errorf("%s: status %d, early %q, err %v; want 1, %q", tt.name, res.Status(), res.Early, err, tt.wantEarly)
+		}
+		gotOut, _ := os.ReadFile(outf.Name())
+		gotErr, _ := os.ReadFile(errf.Name())
+		wantOut, wantErr := "to stdout first\n", "Error: Unknown option: --bogus\n"
+		if tt.same {
+			wantOut += wantErr
+		}
+		if string(gotOut) != wantOut || string(gotErr) != wantErr && !tt.same {
+			t.Errorf("%s: stdout %q, stderr %q; want %q, %q", tt.name, gotOut, gotErr, wantOut, wantErr)
 		}
 	}
 }

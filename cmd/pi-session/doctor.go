@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pi-session/pi-session/budget"
@@ -229,7 +230,11 @@ func checkDirs(env *environ) finding {
 		}
 	}
 	if len(bad) > 0 {
-		return finding{level: "FAIL", name: "state", detail: strings.Join(bad, "; "), fix: "make them writable by uid " + strconv.Itoa(os.Getuid()) + ", or point PI_CODING_AGENT_DIR (and PI_SESSION_MARKER_DIR, PI_CONTEXT_BUDGET_STATE_DIR) elsewhere"}
+		fix := "point PI_CODING_AGENT_DIR (and PI_SESSION_MARKER_DIR, PI_CONTEXT_BUDGET_STATE_DIR) elsewhere"
+		if ps := unwritableDirs(env); len(ps) > 0 {
+			fix = fixOf(ps)
+		}
+		return finding{level: "FAIL", name: "state", detail: strings.Join(bad, "; "), fix: "make them writable by uid " + strconv.Itoa(os.Getuid()) + ", or " + fix}
 	}
 	var shown []string
 	for _, d := range dirs {
@@ -245,7 +250,11 @@ func checkDirs(env *environ) finding {
 // directory is the user's own and no one else can write to it.
 func checkMarkerDir(env *environ) finding {
 	dir := paths.MarkerDir(env.Get)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if err := canWrite(dir); err != nil {
+			return finding{level: "FAIL", name: "markers", detail: fmt.Sprintf("%s does not exist and cannot be created: %v (pi-session does not start)", dir, err),
+				fix: fixOf([]dirProblem{{writeDirs(env)[1], err}})}
+		}
 		return ok("markers", "%s does not exist yet; pi-session creates it, mode 0700", dir)
 	}
 	if err := marker.CheckDir(dir); err != nil {
@@ -276,6 +285,9 @@ func checkOwnDirs(env *environ, cwd string) finding {
 	var bad, fixes, links []string
 	for _, d := range dirs {
 		w, err := owndir.Check(d.dir, d.levels)
+		if errors.Is(err, syscall.ENOTDIR) {
+			continue // it cannot exist, so no one can have put anything there: the state line says why
+		}
 		if err != nil {
 			msg, fix, _ := strings.Cut(strings.TrimPrefix(err.Error(), "owndir: "), "; fix: ")
 			bad = append(bad, d.what+": "+msg)

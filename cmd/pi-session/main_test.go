@@ -135,7 +135,8 @@ func countMarkers(ts *testscript.TestScript, neg bool, args []string) {
 // FAKEPI_MARKER_RAW writes those bytes as the marker (with the octal mode
 // FAKEPI_MARKER_MODE, if set); FAKEPI_DESCENDANT makes a child process try
 // to arm it; FAKEPI_EXIT and FAKEPI_SIGNAL (a signal name without SIG)
-// choose how it ends.
+// choose how it ends (only on launch FAKEPI_END_ON, when set), after it
+// writes FAKEPI_STDERR (Go escapes allowed) to stderr.
 func fakePi() int {
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
@@ -159,6 +160,16 @@ func fakePi() int {
 			fmt.Fprintf(os.Stderr, "fakepi: %v\n", err)
 			return 2
 		}
+	}
+	if msg := os.Getenv("FAKEPI_STDERR"); msg != "" {
+		if u, err := strconv.Unquote(`"` + msg + `"`); err == nil {
+			msg = u // Go escapes: \n, \x1b, \xff
+		}
+		fmt.Fprint(os.Stderr, msg)
+	}
+	if on := os.Getenv("FAKEPI_END_ON"); on != "" && on != strconv.Itoa(n) {
+		os.Setenv("FAKEPI_SIGNAL", "")
+		os.Setenv("FAKEPI_EXIT", "")
 	}
 	if name := os.Getenv("FAKEPI_SIGNAL"); name != "" {
 		sig := unix.SignalNum("SIG" + name)

@@ -19,6 +19,7 @@ import (
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/rotate"
 	"github.com/pi-session/pi-session/status"
+	"github.com/pi-session/pi-session/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,6 +128,9 @@ type hostSpec struct {
 	marker  func(pid int) string
 	engines []hooks.Engine
 	closed  func(p *hooks.Peer, clean bool) // a connection closed (engineSet.closed)
+	// continues is what a session continues after a relaunch
+	// (Relauncher.ContinuationFor); nil for serve.
+	continues func(p *hooks.Peer) (supervisor.Continuation, bool)
 }
 
 // host is a running engine host with its log and status records.
@@ -215,6 +219,10 @@ func (h *host) hello(p *hooks.Peer, spec hostSpec) {
 		r.Version = Version()
 		r.SetProcess(self)
 		r.EndedAt, r.UpdatedAt, r.ExitStatus = nil, time.Time{}, nil
+		r.EndedBy, r.ExitSignal, r.ExitNote = "", "", ""
+		if c, ok := continuation(p, spec); ok {
+			r.Continues, r.HandoffsBefore = c.Session, c.HandoffsBefore
+		}
 		if r.Extra == nil {
 			r.Extra = map[string]json.RawMessage{}
 		}
@@ -224,6 +232,9 @@ func (h *host) hello(p *hooks.Peer, spec hostSpec) {
 		h.log.Warn("status record not written", "session", hl.SessionID, "pid", p.PID, "err", err)
 	} else {
 		h.said(p.PID, hl.SessionID)
+		if c, ok := continuation(p, spec); ok && c.Session != "" && c.Session != hl.SessionID {
+			linkChain(h.store, c.Session, hl.SessionID)
+		}
 	}
 	h.prune.Do(func() {
 		go func() {
@@ -235,6 +246,14 @@ func (h *host) hello(p *hooks.Peer, spec hostSpec) {
 			h.log.Info("prune", "examined", rep.Examined, "removed", len(rep.Removed), "skipped", rep.Skipped)
 		}()
 	})
+}
+
+// continuation is what the session of p continues after a relaunch.
+func continuation(p *hooks.Peer, spec hostSpec) (supervisor.Continuation, bool) {
+	if spec.continues == nil {
+		return supervisor.Continuation{}, false
+	}
+	return spec.continues(p)
 }
 
 // identify returns the identity of process pid, remembered from its first

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pi-session/pi-session/budget"
 	"github.com/pi-session/pi-session/marker"
 	"github.com/pi-session/pi-session/paths"
 	"github.com/pi-session/pi-session/status"
@@ -16,9 +18,11 @@ import (
 
 const statusUsage = `usage: pi-session status [--all] [--json] [session-id-prefix]
 
-Shows every session that recorded a status: running, crashed, pid reused,
+Shows every session that recorded a status: running, crashed (killed by a
+signal nobody asked for, or gone without its end recorded), pid reused,
 unknown, and corrupt or mismatched records (with their path and what is
-wrong: line, column and field). --all adds sessions that ended cleanly; a
+wrong: line, column and field). --all adds sessions that ended: exited
+(with pi's status) or interrupted (Ctrl+C, or a stop pi-session passed on); a
 session id (or a prefix of one) shows only those sessions, whatever their
 state. --json prints the same as a JSON array.
 Without a session id, it also lists the relaunch markers kept when a
@@ -50,7 +54,7 @@ func cmdStatus(ctx context.Context, inv *invocation) int {
 	var shown []status.Entry
 	hidden := 0
 	for _, e := range entries {
-		if e.State == status.Exited && !*all && prefix == "" {
+		if ended(e.State) && !*all && prefix == "" {
 			hidden++
 			continue
 		}
@@ -96,6 +100,10 @@ func cmdStatus(ctx context.Context, inv *invocation) int {
 	return 0
 }
 
+// ended reports the states of sessions whose end is recorded, which
+// status hides without --all.
+func ended(s status.State) bool { return s == status.Exited || s == status.Interrupted }
+
 func stateOrder(s status.State) int {
 	switch s {
 	case status.Running:
@@ -128,7 +136,11 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 		return
 	}
 	r := e.Record
-	fmt.Fprintf(w, "%s  %s  %s  updated %s ago", e.SessionID, e.State, r.PIDText(), age(now.Sub(updated(e))))
+	state := string(e.State)
+	if e.State == status.Exited && r.ExitStatus != nil && r.ExitSignal == "" {
+		state += " " + strconv.Itoa(*r.ExitStatus)
+	}
+	fmt.Fprintf(w, "%s  %s  %s  updated %s ago", e.SessionID, state, r.PIDText(), age(now.Sub(updated(e))))
 	if r.ProcessStart != nil {
 		fmt.Fprintf(w, ", started %s ago", age(now.Sub(*r.ProcessStart)))
 	}
@@ -152,8 +164,21 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 	if t := tokens(r); t != "" {
 		line("tokens", "%s", t)
 	}
-	if r.HandoffCount > 0 || r.LastHandoff != "" {
-		h := fmt.Sprintf("%d so far", r.HandoffCount)
+	if r.Continues != "" {
+		line("chain", "continues %s", r.Continues)
+	}
+	if r.ContinuedBy != "" {
+		line("chain", "continued by %s (relaunched from its last handoff)", r.ContinuedBy)
+	}
+	own := r.HandoffCount
+	if r.ContinuedBy != "" {
+		own++ // the handoff the relaunch carried out, which pi's process never committed itself
+	}
+	if total := r.HandoffsBefore + own; total > 0 || r.LastHandoff != "" {
+		h := fmt.Sprintf("%d so far", total)
+		if r.HandoffsBefore > 0 {
+			h += fmt.Sprintf(" (%d in the sessions this one continues)", r.HandoffsBefore)
+		}
 		if r.LastHandoff != "" {
 			h += "; last"
 			if r.LastHandoffAt != nil {
@@ -167,7 +192,16 @@ func printEntry(w io.Writer, e status.Entry, now time.Time) {
 		line("mode", "%s", m)
 	}
 	if r.ExitStatus != nil {
-		line("exit", "status %d", *r.ExitStatus)
+		switch {
+		case r.EndedBy == status.EndInterrupt:
+			line("exit", "interrupted by %s (status %d)", r.ExitSignal, *r.ExitStatus)
+		case r.ExitSignal != "":
+			line("exit", "killed by %s (status %d)", r.ExitSignal, *r.ExitStatus)
+		case r.ExitNote != "":
+			line("exit", "status %d; pi said: %s", *r.ExitStatus, r.ExitNote)
+		default:
+			line("exit", "status %d", *r.ExitStatus)
+		}
 	}
 	if r.Source == "supervisor" {
 		line("note", "written by pi-session: pi never said hello (its extension did not connect), so its session id is unknown")
@@ -204,13 +238,18 @@ func mode(r *status.Record) string {
 	if r.ConfiguredMode != "" && r.ConfiguredMode != r.EffectiveMode {
 		fmt.Fprintf(&b, " (configured %s)", r.ConfiguredMode)
 	}
-	if r.Phase != "" {
-		fmt.Fprintf(&b, ", phase %s", r.Phase)
+	phase, action := r.Phase, r.Action
+	if r.ContinuedBy != "" && phase == string(budget.PendingCommit) {
+		// a write of the ended process that came after the relaunch's
+		phase, action = status.PhaseRelaunched, ""
 	}
-	if r.Action != "" {
-		fmt.Fprintf(&b, ", action %s", r.Action)
+	if phase != "" {
+		fmt.Fprintf(&b, ", phase %s", phase)
 	}
-	if r.Projected && (r.Phase != "" || r.Action != "") {
+	if action != "" {
+		fmt.Fprintf(&b, ", action %s", action)
+	}
+	if r.Projected && (phase != "" || action != "") && phase != status.PhaseRelaunched { // a relaunch is never a preview
 		b.WriteString(" (projected)")
 	}
 	if r.Fallback != "" {
@@ -250,7 +289,7 @@ func summary(shown []status.Entry, hidden int) string {
 		counts[e.State]++
 	}
 	var parts []string
-	for _, s := range []status.State{status.Running, status.Crashed, status.PIDReused, status.Unknown, status.Corrupt, status.Mismatched, status.Exited} {
+	for _, s := range []status.State{status.Running, status.Crashed, status.PIDReused, status.Unknown, status.Corrupt, status.Mismatched, status.Exited, status.Interrupted} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

@@ -34,8 +34,14 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		return inv.errorf(pe.code, "%s", pe.msg)
 	}
 	markerDir := paths.MarkerDir(inv.env.Get)
+	// Every directory pi and pi-session write into is checked at once, so
+	// that one message names every setting a read-only HOME needs.
+	unwritable := unwritableDirs(inv.env)
 	if err := os.MkdirAll(markerDir, 0o700); err != nil {
-		return inv.errorf(exitCantCreate, "cannot create the marker directory: %v (set PI_SESSION_MARKER_DIR to a writable directory)", err)
+		if !slices.ContainsFunc(unwritable, func(p dirProblem) bool { return p.dir == markerDir }) {
+			unwritable = append(unwritable, dirProblem{writeDirs(inv.env)[1], err})
+		}
+		return inv.errorf(exitCantCreate, "%s", dirsFix(unwritable))
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -49,6 +55,9 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		Leader: &supervisor.LeaderSpec{Path: exe, Args: []string{inv.argv0}},
 	})
 	defer sup.Close()
+	if len(unwritable) > 0 {
+		sup.Notice("%s", dirsFix(unwritable))
+	}
 	if err := marker.CheckDir(markerDir); err != nil {
 		sup.Notice("relaunch is off: %v", strings.TrimPrefix(err.Error(), "marker: "))
 	} else if w, _ := owndir.Check(markerDir, 1); w != "" {
@@ -67,7 +76,7 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	var hostEnv []string
 	engines := newEngineSet(inv, relauncher)
 	defer engines.close()
-	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker,
+	h, err := startHost(inv, hostSpec{mode: "wrapper", owns: relauncher.Owns, marker: relauncher.Marker, continues: relauncher.ContinuationFor,
 		engines: engines.list(), closed: engines.closed})
 	if err != nil {
 		sup.Notice("engine host unavailable, pi runs without pi-session's engines: %v", err)
@@ -88,6 +97,8 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 	store := status.StoreFromEnv(inv.env.Get)
 	var history []time.Time
 	launchArgs, dir := args, ""
+	var chain chainLink        // where the next launch sits in the chain of relaunches
+	var relaunched *relaunchOf // what the current launch continues; nil for the first
 	for {
 		launchID, err := marker.NewLaunchID()
 		if err != nil {
@@ -117,7 +128,15 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 				}
 				piID = id
 			},
+			// A clean exit with a marker is about to be relaunched (the
+			// whole decision follows): the terminal stays raw for the
+			// fresh pi, and a Ctrl+C typed meanwhile goes to it.
+			Next: func(res supervisor.Result) bool {
+				_, err := os.Lstat(markerPath)
+				return err == nil && res.Status() == 0 && res.Interrupted == 0 && limit > 0
+			},
 		})
+		armedBy := relauncher.ArmedBy()
 		relauncher.Disarm()
 		if err != nil {
 			var se *supervisor.StartError
@@ -130,13 +149,27 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		if cwd == "" {
 			cwd = workingDir(inv.env)
 		}
-		for _, err := range recordEnd(h, store, endedLaunch{launchID: launchID, pi: piID, cwd: cwd, marker: markerPath, mode: mode, res: res}) {
+		var sessions []string
+		if h != nil {
+			sessions = h.sessionsOf(res.PID)
+		}
+		for _, err := range recordEnd(store, endedLaunch{launchID: launchID, pi: piID, cwd: cwd, marker: markerPath, mode: mode,
+			sessions: sessions, chain: chain, res: res}) {
 			if h != nil {
 				h.log.Warn("status record not written at pi's end", "pid", res.PID, "err", err)
 			}
 		}
+		if len(sessions) == 0 && chain.continues != "" {
+			linkChain(store, chain.continues, "launch-"+launchID)
+		}
 		if res.Signal != 0 {
 			sup.Notice("%s", killedLine(res))
+		}
+		if relaunched != nil {
+			if why := cutShort(res, len(sessions) > 0); why != "" {
+				sup.Notice("the relaunch was cut short: %s; the handoff it continues from is kept: %s", why, relaunched.handoff)
+				sup.Notice("to continue from it, run: %s", continueCommand(inv.argv0, exe, relaunched.dir, relaunched.argv))
+			}
 		}
 		exit := relaunch.Exit{Code: res.Code, Signal: res.Signal}
 		now := time.Now()
@@ -166,10 +199,70 @@ func supervise(ctx context.Context, inv *invocation, args []string) int {
 		}
 		history = append(history, now)
 		launchArgs, dir = d.Argv, d.Dir
+		relaunched = &relaunchOf{argv: d.Argv, dir: d.Dir, handoff: observed.Marker.Handoff}
+		chain = nextLink(store, chain, armedBy, sessions, launchID)
 		// The relaunched pi learns what it continues from here, from the
 		// marker pi-session checked, not from its prompt (see pins.go).
-		relauncher.Continue(&supervisor.Continuation{SessionFile: ptrString(observed.Marker.SessionFile), Handoff: observed.Marker.Handoff})
+		relauncher.Continue(&supervisor.Continuation{SessionFile: ptrString(observed.Marker.SessionFile), Handoff: observed.Marker.Handoff,
+			Session: chain.continues, HandoffsBefore: chain.handoffsBefore})
 	}
+}
+
+// relaunchOf is what a relaunched pi was started with.
+type relaunchOf struct {
+	argv    []string // pi's arguments (without pi-session's extension)
+	dir     string
+	handoff string
+}
+
+// cutShort says how a relaunched pi ended before it could continue from
+// its handoff, "" when it did not: interrupted (Ctrl+C, which kills pi
+// while it starts, before it reads the keyboard itself) or killed at any
+// time, or failed before its session started (said: its extension said
+// hello).
+func cutShort(res supervisor.Result, said bool) string {
+	by, sig := howEnded(res)
+	var what string
+	switch {
+	case by == status.EndInterrupt:
+		what = "the fresh pi was interrupted (" + sig + ")"
+	case by == status.EndSignal:
+		what = "the fresh pi was killed (" + sig + ")"
+	case res.Code != 0 && !said:
+		what = "the fresh pi exited with status " + strconv.Itoa(res.Code)
+	default:
+		return ""
+	}
+	if !said {
+		what += " before its session started"
+	}
+	return what
+}
+
+// continueCommand is the shell command that does what the relaunch would
+// have: pi-session (by the name it was run as, when that is looked up on
+// PATH; else its own path, absolute) with the relaunch's arguments, in
+// its directory.
+func continueCommand(argv0, exe, dir string, argv []string) string {
+	bin := argv0
+	if strings.Contains(argv0, "/") || argv0 == "" {
+		bin = exe
+	}
+	words := []string{shellQuote(bin)}
+	for _, a := range argv {
+		words = append(words, shellQuote(a))
+	}
+	return "cd " + shellQuote(dir) + " && " + strings.Join(words, " ")
+}
+
+// shellQuote quotes s for a POSIX shell, only when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@,+%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // exitStatus is pi-session's status for a final launch: pi's own, except
