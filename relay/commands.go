@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // Command is a build, test or check command the session ran (pi's bash
@@ -236,27 +235,14 @@ func (c *commands) list() []Command {
 }
 
 // textTail is the last n bytes (or a little less, from a rune's start)
-// of a message content's text, pieces joined by newlines, read without
-// keeping the rest: a build's output can be megabytes, and its status is
+// of a message content's text, pieces joined by newlines, read by its end
+// only (textEnds): a build's output can be megabytes, and its status is
 // at the end.
 func textTail(raw []byte, n int) string {
-	var tail []byte
-	walkText(raw, func(t []byte) bool {
-		if len(tail) > 0 {
-			tail = append(tail, '\n')
-		}
-		if len(t) >= n {
-			tail = append(tail[:0], t[len(t)-n:]...)
-		} else {
-			tail = append(tail, t...)
-			if len(tail) > 2*n {
-				tail = append(tail[:0], tail[len(tail)-n:]...)
-			}
-		}
+	var lits [][]byte
+	walkLiterals(raw, func(lit []byte) bool {
+		lits = append(lits, lit)
 		return true
 	})
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	return string(tail)
+	return literalSpan(lits, false, 0, n).Tail
 }

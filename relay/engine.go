@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pi-session/pi-session/atomicfile"
 	"github.com/pi-session/pi-session/clip"
+	"github.com/pi-session/pi-session/gcpace"
 	"github.com/pi-session/pi-session/hostproc"
 	"github.com/pi-session/pi-session/owndir"
 	"github.com/pi-session/pi-session/regfile"
@@ -56,9 +58,13 @@ type Engine struct {
 	pending map[string]*pendingNote // by the extension's relay token
 	locks   map[string]*sync.Mutex  // by session id: one note at a time
 
-	logOnce sync.Once
-	log     *rotate.Log
-	logErr  error
+	// log is the relay log, opened at the first line (again after it
+	// could not be: a full disk may have room later); under logMu.
+	logMu sync.Mutex
+	log   *rotate.Log
+	// logLost marks the sessions told that their log lines are lost (by
+	// session id), until a line of theirs is written again. Under mu.
+	logLost map[string]bool
 
 	warming map[string]bool // session files being indexed in the background
 	wg      sync.WaitGroup  // the warm-ups running
@@ -89,7 +95,7 @@ func New(opt Options) *Engine {
 	}
 	stop, cancel := context.WithCancel(context.Background())
 	return &Engine{opt: opt, indexes: map[string]*indexSlot{}, pending: map[string]*pendingNote{}, locks: map[string]*sync.Mutex{},
-		warming: map[string]bool{}, stop: stop, cancel: cancel}
+		warming: map[string]bool{}, logLost: map[string]bool{}, stop: stop, cancel: cancel}
 }
 
 // Dir is where the notes of a session are stored.
@@ -184,7 +190,14 @@ func draft(ctx context.Context, read Reader, git GitRunner, path, leafID, piFirs
 		if len(branch) == 0 {
 			return errors.New("relay: the session has no entries yet")
 		}
+		if size := branchBytes(branch); size > 16<<20 {
+			// Reading a note makes short-lived garbage beside the session
+			// held in memory: collected sooner, the peak stays near the
+			// session's own size.
+			defer gcpace.Sooner()()
+		}
 		v := newView(branch)
+		v.lim = cfg.Limits
 		kept = v.keptFrom(piFirstKept, cfg.TailMaxChars)
 		if kept == "" {
 			return errors.New("relay: nothing to keep: no user message and no cut point from pi")
@@ -206,6 +219,15 @@ func draft(ctx context.Context, read Reader, git GitRunner, path, leafID, piFirs
 func (d noteDraft) layout(n int, notePath string) Prepared {
 	text := Layout(d.facts, d.logs, nil, NoteMeta{N: n, Path: notePath, TokensBefore: d.tokensBefore, KeptFrom: d.kept}, d.limits)
 	return Prepared{Text: text, KeptFrom: d.kept, N: n, Path: notePath, TokensBefore: d.tokensBefore}
+}
+
+// branchBytes is the size of the branch's lines.
+func branchBytes(branch []*session.Entry) int {
+	n := 0
+	for _, e := range branch {
+		n += len(e.Raw)
+	}
+	return n
 }
 
 // gitLogs asks git for the commits since the session started in the cwd
@@ -429,18 +451,58 @@ type LogEntry struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// Log appends one relay to the log, through rotate (5 MiB, 3 archives).
-func (e *Engine) Log(l LogEntry) error {
-	e.logOnce.Do(func() {
-		dir := filepath.Join(e.opt.AgentDir, "context-relay")
-		if _, e.logErr = owndir.Make(dir, 1); e.logErr == nil {
-			e.log, e.logErr = rotate.New(filepath.Join(dir, "log.jsonl"), rotate.Policy{MaxBytes: 5 << 20, Keep: 3})
-		}
-	})
-	if e.logErr != nil {
-		return fmt.Errorf("relay: log: %w", e.logErr)
+// LogPath is <agentDir>/context-relay/log.jsonl, the relays' log.
+func (e *Engine) LogPath() string { return filepath.Join(e.opt.AgentDir, "context-relay", "log.jsonl") }
+
+// Log appends one relay to the log, through rotate (5 MiB, 3 archives). A
+// line that cannot be written (a full disk, a directory that is not
+// writable) is lost, and err says why; warning is what the session's user
+// is told about it, once: it is set for the first lost line of a session,
+// and again only after one of its lines was written.
+func (e *Engine) Log(l LogEntry) (warning string, err error) {
+	if err = e.appendLog(l); err == nil {
+		e.mu.Lock()
+		delete(e.logLost, l.SessionID)
+		e.mu.Unlock()
+		return "", nil
 	}
-	return e.log.AppendJSON(l)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.logLost[l.SessionID] {
+		return "", err
+	}
+	e.logLost[l.SessionID] = true
+	return fmt.Sprintf("the relay log %s could not be written (%s); relays go on without their log lines, and this is said once", clip.Echo(e.LogPath()), clip.Visible(cause(err))), err
+}
+
+// appendLog writes one line to the log, opening it first when it is not.
+func (e *Engine) appendLog(l LogEntry) error {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	if e.log == nil {
+		if _, err := owndir.Make(filepath.Dir(e.LogPath()), 1); err != nil {
+			return fmt.Errorf("relay: log: %w", err)
+		}
+		lg, err := rotate.New(e.LogPath(), rotate.Policy{MaxBytes: 5 << 20, Keep: 3})
+		if err != nil {
+			return fmt.Errorf("relay: log: %w", err)
+		}
+		e.log = lg
+	}
+	if err := e.log.AppendJSON(l); err != nil {
+		return fmt.Errorf("relay: log: %w", err)
+	}
+	return nil
+}
+
+// cause is what the user is told of err: the system's own word when it
+// comes from a system call ("no space left on device"), else all of it.
+func cause(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
 }
 
 // Close stops the warm-ups, waits for them, and releases the log.
@@ -450,6 +512,8 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.wg.Wait()
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
 	if e.log != nil {
 		return e.log.Close()
 	}

@@ -26,21 +26,28 @@ type Facts struct {
 	// latest compaction's kept range) that leave the context now, oldest
 	// first.
 	Instructions []Instruction
-	// Earlier are the user messages before that boundary, oldest first:
-	// condensed to one line.
+	// InstructionsOmitted counts the older ones left out of Instructions:
+	// a note could not show them.
+	InstructionsOmitted int
+	// Earlier are the user messages before that boundary, oldest first
+	// (the latest of them, each cut to 100 characters): condensed to one
+	// line.
 	Earlier []string
 	// Pins are the rules the user pinned with /pin on this branch, in
 	// the order pinned: verbatim, first in the note, never cut.
 	Pins []string
 	// Constraints are the user's standing rules, current and
-	// superseded, oldest first.
-	Constraints []rules.Rule
+	// superseded, oldest first; RulesForgotten counts the current ones
+	// older still, past rules.MaxRules.
+	Constraints    []rules.Rule
+	RulesForgotten rules.Forgotten
 	// Task is the first user message of the branch (the task statement)
 	// when it left the context, and its entry; "" when it is still in
 	// the kept part.
 	Task      string
 	TaskEntry string
 	TaskTime  string
+	TaskMore  int // characters of the task statement past Task (a message of megabytes)
 	// Commands are the build, test and check commands run on the branch,
 	// the latest first.
 	Commands []Command
@@ -52,6 +59,17 @@ type Facts struct {
 	Worktrees   []string // .../worktrees/<name> paths seen in subagent results
 	Leaving     int      // context entries this relay removes
 	Relays      int      // earlier relay notes on the branch
+	// Skimmed are the user messages too long to be read whole for rules
+	// (rulesBounds), oldest first.
+	Skimmed []Skimmed
+}
+
+// Skimmed is a user message read for rules only by its ends: its first
+// Head and its last Tail bytes.
+type Skimmed struct {
+	EntryID    string
+	Chars      int // its length in characters
+	Head, Tail int
 }
 
 // Instruction is one user message.
@@ -59,6 +77,7 @@ type Instruction struct {
 	EntryID string
 	Time    string // "2006-01-02 15:04", from the entry
 	Text    string
+	More    int // characters of the message past Text (a message of megabytes)
 }
 
 // Subagent is one subagent seen on the branch.
@@ -90,10 +109,13 @@ type view struct {
 	branch  []*session.Entry
 	edits   map[string]*session.Entry // target id -> the latest context_edit of it on the branch
 	context []bool                    // by position: in the current context
+	// lim are the note's limits: what of a text (a user message, an
+	// answer) is read for it is bounded by them (ends.go).
+	lim Limits
 }
 
 func newView(branch []*session.Entry) *view {
-	v := &view{branch: branch, edits: map[string]*session.Entry{}}
+	v := &view{branch: branch, edits: map[string]*session.Entry{}, lim: DefaultConfig().Limits}
 	for _, e := range branch {
 		if e.Type == "context_edit" {
 			if id, ok := session.MemberString(e.Raw, "targetId"); ok {
@@ -261,7 +283,14 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	if keptAt < 0 {
 		keptAt = len(branch)
 	}
-	var users []rules.Message
+	type user struct {
+		id      string
+		content json.RawMessage
+		long    *longText // read by shownText when it is long, else nil
+	}
+	var users []user // read for rules after the pass, one at a time
+	recent := recentInstructions{lim: v.lim}
+	var earlier []string
 	subs := newSubagents()
 	cmds := newCommands()
 	files := map[string]*FileChange{}
@@ -300,19 +329,28 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 		}
 		switch role {
 		case "user":
-			ut := string(text(content, 0))
-			users = append(users, rules.Message{EntryID: e.ID, Text: ut})
-			if len(users) == 1 && at < keptAt {
-				f.Task, f.TaskEntry, f.TaskTime = ut, e.ID, minute(e.Timestamp)
+			users = append(users, user{id: e.ID, content: content})
+			first := len(users) == 1 && at < keptAt
+			if at >= keptAt && !first {
+				continue
+			}
+			ut, more, long := v.shownText(content)
+			users[len(users)-1].long = long
+			if first {
+				f.Task, f.TaskEntry, f.TaskTime, f.TaskMore = ut, e.ID, minute(e.Timestamp), more
 			}
 			if at >= keptAt {
 				continue
 			}
 			if v.context[at] {
-				f.Instructions = append(f.Instructions, Instruction{EntryID: e.ID, Time: minute(e.Timestamp), Text: ut})
+				recent.add(Instruction{EntryID: e.ID, Time: minute(e.Timestamp), Text: ut, More: more}, e.ID == f.TaskEntry)
 			} else if e.ID != f.TaskEntry {
-				// The task statement has its own section.
-				f.Earlier = append(f.Earlier, ut)
+				// The task statement has its own section; of the rest,
+				// the "Earlier:" line shows the start of the latest.
+				earlier = append(earlier, cut(flatHead(ut, earlierChars), earlierChars))
+				if keep := earlierKept(v.lim); len(earlier) > 2*keep {
+					earlier = append(earlier[:0], earlier[len(earlier)-keep:]...)
+				}
 			}
 		case "assistant":
 			if !bytes.Contains(content, []byte(`"toolCall"`)) {
@@ -321,7 +359,7 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 			for _, c := range toolCalls(content) {
 				name := strings.ToLower(c.Name)
 				if name == "bash" {
-					if cmd, _ := session.MemberString(c.Arguments, "command"); cmd != "" {
+					if cmd := boundedString(session.Member(c.Arguments, "command"), maxCommandBytes); cmd != "" {
 						cmds.call(c.ID, cmd, e.Timestamp)
 					}
 					continue
@@ -355,7 +393,7 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 		case "bashExecution":
 			// The user's own !command.
 			msg := e.Message()
-			if cmd := firstString(msg, "command"); cmd != "" {
+			if cmd := boundedString(firstMember(msg, "command"), maxCommandBytes); cmd != "" {
 				cmds.call(e.ID, cmd, e.Timestamp)
 				status := ""
 				if code := session.Member(msg, "exitCode"); len(code) > 0 && code[0] != 'n' {
@@ -379,7 +417,7 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 			if !isAgentTool(firstString(msg, "toolName")) {
 				continue
 			}
-			subs.launchResult(firstString(msg, "toolCallId"), string(text(content, 0)), session.Member(msg, "details"), e.Timestamp)
+			subs.launchResult(firstString(msg, "toolCallId"), boundedText(content, maxAgentBytes), session.Member(msg, "details"), e.Timestamp)
 		case "custom":
 			holder := e.Raw
 			if e.Type == "message" {
@@ -388,11 +426,31 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 			if firstString(holder, "customType") != "subagent-notification" {
 				continue
 			}
-			subs.notification(string(text(content, 0)), session.Member(holder, "details"), e.Timestamp)
+			subs.notification(boundedText(content, maxAgentBytes), session.Member(holder, "details"), e.Timestamp)
 		}
 	}
 	f.Answer, f.AnswerEntry = v.answer(keptAt)
-	f.Constraints = rules.Extract(users)
+	f.Instructions, f.InstructionsOmitted = recent.list, recent.omitted
+	f.Earlier = earlier[max(len(earlier)-earlierKept(v.lim), 0):]
+	// Each message is decoded when the rules reach it and let go after:
+	// the messages of a session are never held together.
+	sizes := make([]int, len(users))
+	for i, u := range users {
+		sizes[i] = len(u.content)
+	}
+	head, tail := rulesBounds(sizes, branchBytes(branch))
+	f.Constraints, f.RulesForgotten = rules.Default().ExtractSeq(func(yield func(rules.Message) bool) {
+		for _, u := range users {
+			msg, chars := rulesMessage(u.content, u.long, head, tail)
+			msg.EntryID = u.id
+			if msg.Partial() {
+				f.Skimmed = append(f.Skimmed, Skimmed{EntryID: u.id, Chars: chars, Head: head, Tail: tail})
+			}
+			if !yield(msg) {
+				return
+			}
+		}
+	})
 	f.Commands = cmds.list()
 	list, _ := pins.Replay(branch)
 	f.Pins = pins.Texts(list)
@@ -403,6 +461,123 @@ func (v *view) gather(h *session.Header, keptFrom string) Facts {
 	// The latest changed first.
 	sort.Slice(f.Files, func(i, j int) bool { return last[f.Files[i].Path] > last[f.Files[j].Path] })
 	return f
+}
+
+// shownText is what a note may show of a user message: its text, at most
+// showBytes of it (a note shows no more of any one message), and how many
+// characters of it are past that; and the text read as long, when it is.
+func (v *view) shownText(content json.RawMessage) (string, int, *longText) {
+	show := showBytes(v.lim)
+	if len(content) <= show {
+		return string(text(content, 0)), 0, nil
+	}
+	long := readLong(content)
+	e := long.ends(show, 0)
+	return e.Head, e.Runes - chars([]byte(e.Head)), long
+}
+
+// rulesMessage is a user message as its rules are read: whole when it is no
+// longer than what is read of one (head and tail bytes), else by its ends,
+// never decoded whole; and its length in characters. long is its text
+// already read as long, or nil.
+func rulesMessage(content json.RawMessage, long *longText, head, tail int) (rules.Message, int) {
+	whole := head + tail
+	if len(content) <= whole {
+		return rules.Message{Text: string(text(content, 0))}, 0
+	}
+	if long == nil {
+		long = readLong(content)
+	}
+	if long.bytes <= whole { // long only by its escapes
+		return rules.Message{Text: string(text(content, 0))}, 0
+	}
+	e := long.ends(head, tail)
+	return rules.Message{Text: e.Head, Tail: e.Tail}, e.Runes
+}
+
+// rulesBudget is how many bytes of user messages a note reads for rules
+// at most, of a branch of size bytes: 2 MB, or 1/32 of the branch when
+// that is more. Reading for rules costs some 0.3 s of CPU a megabyte (the
+// model reads every sentence), a hundred times a read of the session
+// file: a session of many pasted logs (1,800 messages of 20-120 KB in 120
+// MB) took 29 s for a note read whole.
+func rulesBudget(size int) int { return max(2<<20, size/32) }
+
+// rulesBounds is what is read for rules of each user message, given the
+// sizes of their contents, oldest first, in a branch of size bytes: its
+// first head and last tail bytes (a shorter one whole). They are
+// rules.ReadHead and rules.ReadTail, halved as often as it takes for all
+// of the messages read to fit in rulesBudget, down to 1 KB and 256 bytes:
+// messages the user typed are read whole, a paste by the words before and
+// after it. Halving, not cutting to fit, keeps what is read of a message
+// the same from one note to the next, so an engine host reads it once.
+func rulesBounds(sizes []int, size int) (head, tail int) {
+	budget := rulesBudget(size)
+	head, tail = rules.ReadHead, rules.ReadTail
+	for head > 1<<10 {
+		read := 0
+		for _, n := range sizes {
+			read += min(n, head+tail)
+		}
+		if read <= budget {
+			break
+		}
+		head, tail = head/2, tail/2
+	}
+	return head, tail
+}
+
+// showBytes is how much of one text a note with these limits may show:
+// four bytes for each character of its total.
+func showBytes(lim Limits) int { return 4 * max(lim.Total, 1) }
+
+// earlierChars is what the "Earlier:" line shows of a message before the
+// boundary at most (see condense).
+const earlierChars = 100
+
+// earlierKept is how many of the messages before the boundary the
+// "Earlier:" line can show: the latest, in at most limits.chain
+// characters, 3 or more each.
+func earlierKept(lim Limits) int { return lim.Chain/3 + 2 }
+
+// recentInstructions keeps the instructions since the boundary that a note
+// can show: the newest, as far back as their shortest lines (cut to 120
+// characters, instructionsSection's shortest) still fit in the note's
+// total. Older ones could never be shown and are only counted, so a
+// session of thousands of long messages is not held in memory.
+type recentInstructions struct {
+	lim     Limits
+	list    []Instruction
+	short   []int // the runes of each one's shortest line
+	task    bool  // list[0] is the task statement (it has its own section)
+	sum     int   // of short, but the task's
+	omitted int
+}
+
+func (r *recentInstructions) add(in Instruction, isTask bool) {
+	n := 0
+	if !isTask {
+		n = runes(instructionLine(in, flatHead(in.Text, 120), 120))
+		r.sum += n
+	}
+	if len(r.list) == 0 {
+		r.task = isTask
+	}
+	r.list = append(r.list, in)
+	r.short = append(r.short, n)
+	for {
+		oldest := 0
+		if r.task {
+			oldest = 1
+		}
+		if len(r.list)-oldest < 2 || r.sum-r.short[oldest] <= r.lim.Total {
+			return
+		}
+		r.sum -= r.short[oldest]
+		r.list = append(r.list[:oldest], r.list[oldest+1:]...)
+		r.short = append(r.short[:oldest], r.short[oldest+1:]...)
+		r.omitted++
+	}
 }
 
 // answer is the last assistant text before the kept part (position
@@ -420,7 +595,7 @@ func (v *view) answer(keptAt int) (string, string) {
 		if stop, _ := session.MemberString(e.Message(), "stopReason"); stop == "aborted" || stop == "error" {
 			continue
 		}
-		if t, _, _ := session.TextBlocks(content, "\n", len(content)); strings.TrimSpace(t) != "" {
+		if t := answerText(content, showBytes(v.lim)); strings.TrimSpace(t) != "" {
 			return strings.TrimSpace(t), e.ID
 		}
 	}

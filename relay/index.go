@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/gcpace"
 	"github.com/pi-session/pi-session/session"
 )
 
@@ -87,7 +87,7 @@ func (ix *Index) UpdateSome(f *session.File, budget int) bool {
 	if size > 4<<20 {
 		// A large build allocates a lot for what it keeps: collect
 		// garbage sooner, so the peak stays near what is kept.
-		defer debug.SetGCPercent(debug.SetGCPercent(10))
+		defer gcpace.Sooner()()
 	}
 	for ; ix.n < end; ix.n++ {
 		e := f.Entries[ix.n]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pi-session/pi-session/clip"
 	"github.com/pi-session/pi-session/pins"
@@ -57,7 +58,9 @@ func Layout(f Facts, git []GitLog, extra []Section, m NoteMeta, lim Limits) stri
 	foot := footer(m)
 	cs := withoutPinned(f.Constraints, f.Pins)
 	parts := []part{
-		{HardCeiling(lim), func(b int, _ bool) string { return constraintsSection(cs, HardCeiling(lim)) }},
+		{HardCeiling(lim), func(b int, _ bool) string {
+			return constraintsSection(cs, f.RulesForgotten, f.Skimmed, HardCeiling(lim))
+		}},
 		{lim.Total / 4, func(b int, _ bool) string { return supersededSection(cs, b) }},
 		{lim.Task, func(b int, _ bool) string { return taskSection(f, b) }},
 		{lim.UserMessages, func(b int, limited bool) string { return instructionsSection(f, lim, b, limited) }},
@@ -171,47 +174,77 @@ func withoutPinned(cs []rules.Rule, pinned []string) []rules.Rule {
 
 // constraintsSection lists the current rules verbatim, oldest first.
 // Past budget (the hard ceiling), the oldest are left out, counted, and
-// the messages that hold them named for recall.
-func constraintsSection(cs []rules.Rule, budget int) string {
+// the messages that hold them named for recall. Messages too long to be
+// read whole for rules are named too, so that their middle is not taken
+// for read.
+func constraintsSection(cs []rules.Rule, forgotten rules.Forgotten, skimmed []Skimmed, budget int) string {
 	var cur []rules.Rule
 	for _, c := range cs {
 		if c.Current() {
 			cur = append(cur, c)
 		}
 	}
-	if len(cur) == 0 {
+	if len(cur) == 0 && len(skimmed) == 0 && forgotten.Current == 0 {
 		return ""
 	}
 	const title = "## Constraints (the user's standing rules, verbatim)\n"
-	lines := make([]string, len(cur))
-	for i, c := range cur {
-		lines[i] = "- " + oneLine(c.Text) + "\n"
-	}
-	// Keep the newest that fit, with room for the line about the rest.
-	n := runes(title) + 200
-	keep := len(lines)
-	for i := len(lines) - 1; i >= 0; i-- {
-		if n+runes(lines[i]) > budget {
-			keep = len(lines) - 1 - i
+	skim := skimmedLine(skimmed)
+	// Keep the newest that fit, with room for the lines about the rest;
+	// only those are written out (a session may hold thousands).
+	n := runes(title) + 200 + runes(skim)
+	var newest []string
+	for i := len(cur) - 1; i >= 0; i-- {
+		line := "- " + oneLine(cur[i].Text) + "\n"
+		if n+runes(line) > budget {
 			break
 		}
-		n += runes(lines[i])
+		n += runes(line)
+		newest = append(newest, line)
 	}
 	var b strings.Builder
 	b.WriteString(title)
-	if dropped := len(lines) - keep; dropped > 0 {
-		var ids []string
-		for _, c := range cur[:dropped] {
-			if len(ids) < 3 && !contains(ids, c.EntryID) {
-				ids = append(ids, c.EntryID)
-			}
+	b.WriteString(skim)
+	if dropped := len(cur) - len(newest) + forgotten.Current; dropped > 0 {
+		id := forgotten.EntryID // the oldest, when rules were forgotten
+		if id == "" {
+			id = cur[0].EntryID
 		}
-		fmt.Fprintf(&b, "- (%d older rules are left out: past the note's ceiling of %d characters for rules; recall({entryId: %q}) reads the message that holds them)\n", dropped, budget, ids[0])
+		fmt.Fprintf(&b, "- (%d older rules are left out: past the note's ceiling of %d characters for rules; recall({entryId: %q}) reads the message that holds them)\n", dropped, budget, id)
 	}
-	for _, l := range lines[len(lines)-keep:] {
-		b.WriteString(l)
+	for i := len(newest) - 1; i >= 0; i-- {
+		b.WriteString(newest[i])
 	}
 	return b.String()
+}
+
+// skimmedLine says which messages were read for rules only by their ends
+// (at most three named), "" when none was.
+func skimmedLine(skimmed []Skimmed) string {
+	if len(skimmed) == 0 {
+		return ""
+	}
+	s := skimmed[0]
+	how := fmt.Sprintf("only their first %s and last %s were read for rules", byteSize(s.Head), byteSize(s.Tail))
+	if len(skimmed) == 1 {
+		return fmt.Sprintf("- (message %s has %d characters: %s; recall({entryId: %q}) reads it whole)\n", s.EntryID, s.Chars, strings.Replace(how, "their", "its", 1), s.EntryID)
+	}
+	var ids []string
+	for _, s := range skimmed[:min(len(skimmed), 3)] {
+		ids = append(ids, s.EntryID)
+	}
+	more := ""
+	if len(skimmed) > 3 {
+		more = fmt.Sprintf(" and %d more", len(skimmed)-3)
+	}
+	return fmt.Sprintf("- (%d messages are too long to read whole, %s%s: %s; recall({entryId}) reads one whole)\n", len(skimmed), strings.Join(ids, ", "), more, how)
+}
+
+// byteSize writes n bytes as KB when they are whole kilobytes.
+func byteSize(n int) string {
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // supersededSection shows each replaced instruction once, marked, so it is
@@ -272,13 +305,19 @@ func instructionsSection(f Facts, lim Limits, budget int, limited bool) string {
 		}
 		n += runes(chain)
 	}
-	line := func(in Instruction, each int) string {
-		return fmt.Sprintf("- [%s] %s\n", in.Time, cutRecall(oneLine(in.Text), each, in.EntryID))
+	// Each message made one line once, and the lines measured without
+	// being written: the search below tries many cuts.
+	flat := make([]string, len(msgs))
+	flatRunes := make([]int, len(msgs))
+	for i, in := range msgs {
+		flat[i] = oneLine(in.Text)
+		flatRunes[i] = runes(flat[i])
 	}
+	line := func(i, each int) string { return instructionLine(msgs[i], flat[i], each) }
 	fits := func(from, each int) bool {
 		used := n + 60 // the omitted line
-		for _, in := range msgs[from:] {
-			used += runes(line(in, each))
+		for i := from; i < len(msgs); i++ {
+			used += instructionLineLen(msgs[i], flat[i], flatRunes[i], each)
 			if used > budget {
 				return false
 			}
@@ -309,21 +348,47 @@ func instructionsSection(f Facts, lim Limits, budget int, limited bool) string {
 	var b strings.Builder
 	b.WriteString(title)
 	b.WriteString(chain)
-	if from > 0 {
-		fmt.Fprintf(&b, "- (%d older instructions omitted; recall finds them)\n", from)
+	// Facts leave out the oldest a note could not show; they are counted.
+	if omitted := from + f.InstructionsOmitted; omitted > 0 {
+		fmt.Fprintf(&b, "- (%d older instructions omitted; recall finds them)\n", omitted)
 	}
 	if each > 0 {
-		for _, in := range msgs[from:] {
-			b.WriteString(line(in, each))
+		for i := from; i < len(msgs); i++ {
+			b.WriteString(line(i, each))
 		}
 	}
-	if each < 0 && chain == "" && from == 0 {
+	if each < 0 && chain == "" && from+f.InstructionsOmitted == 0 {
 		return ""
 	}
 	if runes(b.String()) > budget {
 		return ""
 	}
 	return b.String()
+}
+
+// instructionLine is one instruction of the section, flat its text made
+// one line, cut to each characters.
+func instructionLine(in Instruction, flat string, each int) string {
+	return fmt.Sprintf("- [%s] %s\n", in.Time, cutRecall(flat, each, in.EntryID, in.More > 0))
+}
+
+// instructionLineLen is runes(instructionLine(in, flat, each)), flatRunes
+// being runes(flat), without writing the line.
+func instructionLineLen(in Instruction, flat string, flatRunes, each int) int {
+	fixed := runes(in.Time) + len("- [] \n")
+	if in.More == 0 && flatRunes <= each {
+		return fixed + flatRunes
+	}
+	more := runes(in.EntryID) + len(" [] ") // " […id]": … is one character
+	k := max(each-more, 1)
+	switch {
+	case flatRunes <= k:
+		return fixed + flatRunes + more
+	case k <= 1:
+		return fixed + 1 + more
+	}
+	head := flat[:runeOffset(flat, k-1)]
+	return fixed + k - 1 - (len(head) - len(strings.TrimRight(head, " "))) + 1 + more
 }
 
 // taskSection is the session's first user message, the task statement,
@@ -339,18 +404,21 @@ func taskSection(f Facts, budget int) string {
 		return ""
 	}
 	text := clip.Visible(strings.TrimSpace(f.Task))
-	if runes(text) > room {
+	if runes(text) > room || f.TaskMore > 0 {
+		// f.TaskMore: the characters of a message of megabytes past what
+		// was read of it.
 		tail := fmt.Sprintf("\n[… %%d more characters: recall({entryId: %q})]", f.TaskEntry)
-		keep := room - runes(fmt.Sprintf(tail, runes(text)))
 		r := []rune(text)
-		text = strings.TrimRight(string(r[:keep]), " \n") + fmt.Sprintf(tail, len(r)-keep)
+		keep := min(len(r), room-runes(fmt.Sprintf(tail, len(r)+f.TaskMore)))
+		text = strings.TrimRight(string(r[:keep]), " \n") + fmt.Sprintf(tail, len(r)-keep+f.TaskMore)
 	}
 	return title + text + "\n"
 }
 
-// cutRecall cuts s to n characters, pointing at the entry for the rest.
-func cutRecall(s string, n int, id string) string {
-	if runes(s) <= n {
+// cutRecall cuts s to n characters, pointing at the entry for the rest;
+// partial says s is already only the start of the entry's text.
+func cutRecall(s string, n int, id string, partial bool) string {
+	if !partial && atMost(s, n) {
 		return s
 	}
 	more := fmt.Sprintf(" […%s]", id)
@@ -363,7 +431,7 @@ func condense(texts []string, n int) string {
 	var parts []string
 	used := 0
 	for i := len(texts) - 1; i >= 0; i-- {
-		t := cut(oneLine(texts[i]), 100)
+		t := cut(oneLine(texts[i]), earlierChars)
 		if used+runes(t)+3 > n {
 			if len(parts) == 0 {
 				parts = append(parts, cut(t, max(n-3, 0)))
@@ -608,16 +676,41 @@ func extraSection(extra []Section, budget int) string {
 // its sections are measured as they will read.
 func runes(s string) int { return clip.VisibleLen(s) }
 
-// cut cuts s to n characters, ending in "…" when cut.
+// cut cuts s to n characters as runes counts them (a control character
+// as it is written out), ending in "…" when cut. It reads only as far as
+// the cut: the sections cut long texts many times over.
 func cut(s string, n int) string {
-	if runes(s) <= n {
+	if atMost(s, n) {
 		return s
 	}
 	if n <= 1 {
 		return "…"
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+	head := s[:runeOffset(s, n-1)]
+	if !utf8.ValidString(head) {
+		head = string([]rune(head)) // invalid bytes as U+FFFD, as they count
+	}
+	return strings.TrimRight(head, " ") + "…"
+}
+
+// atMost reports whether runes(s) <= n, reading no further than n
+// characters of s.
+func atMost(s string, n int) bool {
+	if len(s) <= n && !strings.ContainsFunc(s, clip.IsControl) {
+		return true
+	}
+	return runeOffset(s, n) == len(s)
+}
+
+// runeOffset is the byte offset in s past its longest start of at most n
+// characters as runes counts them (len(s) when all of s is).
+func runeOffset(s string, n int) int {
+	for i, r := range s {
+		if n -= clip.VisibleLen(string(r)); n < 0 {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // headTail keeps the start and the end of s within n characters.
@@ -636,3 +729,17 @@ func headTail(s string, n int) string {
 // characters (clip.Visible): the note is a document the model reads and a
 // file a user may print.
 func oneLine(s string) string { return clip.Visible(strings.Join(strings.Fields(s), " ")) }
+
+// flatHead is oneLine(s) as far as its first n+1 characters, so that
+// cut(flatHead(s, n), n) is cut(oneLine(s), n): of a long s, oneLine of a
+// start of it when that holds more than n+4 characters (the last few may
+// be those of a character the start cuts), else oneLine(s). A message of
+// megabytes is made one line many times over otherwise.
+func flatHead(s string, n int) string {
+	if k := 16 * (n + 8); len(s) > k {
+		if h := oneLine(s[:k]); !atMost(h, n+4) {
+			return h
+		}
+	}
+	return oneLine(s)
+}

@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pi-session/pi-session/jsonscan"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -501,6 +502,17 @@ type textWalker struct {
 	fn   func([]byte) bool
 	buf  []byte
 	stop bool
+	// literals: fn gets each string as it stands in raw, quotes and
+	// escapes included, decoding nothing (see walkLiterals).
+	literals bool
+}
+
+// walkLiterals is walkText calling fn with the string literals themselves
+// (quotes and escapes as in raw, `"[image]"` for an image block): for a
+// caller that decodes only part of a string of megabytes.
+func walkLiterals(raw []byte, fn func(literal []byte) bool) {
+	w := textWalker{raw: raw, fn: fn, literals: true}
+	w.value(0, false)
 }
 
 // value walks the value at i and returns the index after it.
@@ -512,6 +524,16 @@ func (w *textWalker) value(i int, skip bool) int {
 	}
 	switch raw[i] {
 	case '"':
+		if w.literals {
+			end, err := jsonscan.SkipString(raw, i)
+			if err != nil {
+				return len(raw) // not a literal: nothing to decode
+			}
+			if !skip && !w.fn(raw[i:end]) {
+				w.stop = true
+			}
+			return end
+		}
 		end, s := w.str(i, !skip)
 		if !skip && s != nil && !w.stop {
 			if !w.fn(s) {
@@ -528,7 +550,7 @@ func (w *textWalker) value(i int, skip bool) int {
 				return len(raw)
 			}
 			if raw[i] == '}' {
-				if image && !skip && !w.fn([]byte("[image]")) {
+				if image && !skip && !w.fn(w.image()) {
 					w.stop = true
 				}
 				return i + 1
@@ -580,6 +602,14 @@ func (w *textWalker) value(i int, skip bool) int {
 		}
 		return i
 	}
+}
+
+// image is what an image block gives fn.
+func (w *textWalker) image() []byte {
+	if w.literals {
+		return []byte(`"[image]"`)
+	}
+	return []byte("[image]")
 }
 
 // str reads the JSON string at raw[i] == '"' and returns the index after

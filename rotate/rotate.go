@@ -208,12 +208,17 @@ func (l *Log) appendLine(line []byte) error {
 	hook("writing")
 	for glued := 0; ; glued++ {
 		n, err := writeOnce(fd, line)
-		if err == nil && n != len(line) {
+		short := err == nil && n != len(line)
+		if short {
 			err = errors.New("short write")
 		}
 		if err != nil {
 			if n > 0 {
-				writeOnce(fd, []byte{'\n'}) // best effort; else the next writer ends it
+				// Best effort; else the next writer ends it. Its error
+				// says why the write was short (a full disk).
+				if _, nlErr := writeOnce(fd, []byte{'\n'}); nlErr != nil && short {
+					err = fmt.Errorf("short write: %w", nlErr)
+				}
 			}
 			return fmt.Errorf("rotate: append %s: wrote %d of %d bytes: %w", l.path, max(n, 0), len(line), err)
 		}

@@ -64,7 +64,7 @@ func BenchmarkExtract10000(b *testing.B) {
 	for i := range 10000 {
 		fmt.Fprintf(&s, "You must never touch file%d.go and always run test%d. ", i, i)
 	}
-	msgs := []Message{{"u1", s.String()}}
+	msgs := []Message{{EntryID: "u1", Text: s.String()}}
 	m := *Default()
 	for b.Loop() {
 		m.cache = &classCache{}

@@ -1,20 +1,29 @@
 package rules
 
 import (
+	"crypto/sha256"
+	"iter"
 	"runtime"
-	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pi-session/pi-session/gcpace"
 )
 
 // A Message is one user message, oldest first.
 type Message struct {
 	EntryID string
 	Text    string
+	// Tail is the end of a message too long to be handed over whole (a
+	// caller decoding a message of megabytes from a session file): Text
+	// is then its start, at least ReadHead bytes of it, and Tail its last
+	// ReadTail bytes or more. "" when Text is the whole message.
+	Tail string
 }
 
 // A Rule is a standing rule of the user's, as written.
@@ -58,10 +67,27 @@ type Classified struct {
 // Quoted units and lines introducing a list or code are never rules. A sentence with a parenthesis is read
 // without it too: when only the parenthesis is a rule ("Start with the
 // invoice endpoint (and please never force-push)."), the parenthesis is
-// the rule and the sentence is not.
+// the rule and the sentence is not. A message longer than ReadHead and
+// ReadTail together is read in its first and its last bytes only.
 func (m *Model) Classify(text string) []Classified {
+	return m.ClassifyMessage(Message{Text: text})
+}
+
+// ClassifyMessage is Classify of a message, which may be given by its ends
+// (Message.Tail).
+func (m *Model) ClassifyMessage(msg Message) []Classified {
+	head, tail := msg.ends()
+	out := m.classify(head, nil)
+	if tail != "" {
+		out = m.classify(tail, out)
+	}
+	return out
+}
+
+// classify appends the units of one stretch of text to out.
+func (m *Model) classify(text string, out []Classified) []Classified {
 	units := Split(text)
-	out := make([]Classified, 0, len(units))
+	out = slices.Grow(out, len(units))
 	outer := -1 // the index in out of the sentence a Paren unit belongs to
 	for _, u := range units {
 		c := Classified{Unit: u}
@@ -101,32 +127,159 @@ func Extract(msgs []Message) []Rule { return Default().Extract(msgs) }
 // names the entry) and marks each rule a later sentence revises or
 // revokes.
 func (m *Model) Extract(msgs []Message) []Rule {
-	var out []Rule
-	var subj []subject
-	var from []int           // the message each rule of out comes from
-	var current []int        // indices of out still current, oldest first
-	seen := map[string]int{} // normalized text -> index in out
-	// drop marks the current rules a later sentence replaces: only the
-	// latest maxCurrent are looked at, so a message of thousands of rules
-	// stays linear.
-	drop := func(by string, revoked bool, replaced func(i int) bool) {
-		from := max(len(current)-maxCurrent, 0)
-		kept := current[:from]
-		for _, i := range current[from:] {
-			if replaced(i) {
-				out[i].SupersededBy, out[i].Revoked = by, revoked
-				continue
-			}
-			kept = append(kept, i)
+	r, _ := m.ExtractSeq(slices.Values(msgs))
+	return r
+}
+
+// Batches: messages are read (on several cores) and merged into the rules
+// this many at a time, or this many bytes of them.
+const (
+	batchMessages = 256
+	batchBytes    = 256 << 10
+)
+
+// MaxRules bounds the rules Extract keeps: more than a note lists (the
+// newest current rules, in four times its total: 38,000 characters by
+// default, some 700 rules of 50). Past it the oldest are forgotten, and
+// counted.
+const MaxRules = 10000
+
+// Forgotten counts the current rules ExtractSeq let go of past MaxRules,
+// and names the message of the oldest.
+type Forgotten struct {
+	Current int
+	EntryID string
+}
+
+// ExtractSeq is Extract of messages handed over one at a time, oldest
+// first. They are read in batches, and what is kept of a message is its
+// rules, copied: a caller decoding messages from a session file holds one
+// batch of them at a time, and the memory of a session of thousands of
+// long messages stays that of the rules found, at most MaxRules of them.
+func (m *Model) ExtractSeq(msgs iter.Seq[Message]) ([]Rule, Forgotten) {
+	x := &extraction{m: m, seen: map[string]int{}}
+	release := func() {} // the GC paced sooner, once reading is large
+	defer func() { release() }()
+	var batch []Message
+	size, total := 0, 0
+	flush := func() {
+		x.merge(batch, m.classifyAll(batch))
+		clear(batch) // the texts are not held past their batch
+		batch, size = batch[:0], 0
+		if len(x.out) > MaxRules+MaxRules/2 {
+			x.forget(len(x.out) - MaxRules)
 		}
-		current = kept
 	}
-	read := m.classifyAll(msgs)
-	for mi, msg := range msgs {
+	for msg := range msgs {
+		head, tail := msg.ends()
+		n := len(head) + len(tail)
+		if total += n; total-n <= 128<<10 && total > 128<<10 {
+			// Reading makes about 60 bytes of short-lived garbage a byte
+			// read, beside a large session held in memory: collect
+			// sooner, so the peak stays near what is kept.
+			release = gcpace.Sooner()
+		}
+		batch = append(batch, msg)
+		if size += n; len(batch) >= batchMessages || size >= batchBytes {
+			flush()
+		}
+	}
+	flush()
+	if len(x.out) > MaxRules {
+		x.forget(len(x.out) - MaxRules)
+	}
+	return x.out, x.forgotten
+}
+
+// extraction is the state of ExtractSeq: the rules so far, and for each
+// its subject and message.
+type extraction struct {
+	m    *Model
+	out  []Rule
+	subj []subject // by index in out; words nil when not held (subject reads it again)
+	from []int     // the message each rule of out comes from
+	// current are the indices of out still current, oldest first.
+	current []int
+	seen    map[string]int // normalized text -> index in out
+	msgs    int            // messages merged so far
+	// forgotten counts the current rules let go of (forget).
+	forgotten Forgotten
+}
+
+// forget lets go of the oldest n rules: a later repeat of one is a new
+// rule. The current ones among them are counted.
+func (x *extraction) forget(n int) {
+	for _, r := range x.out[:n] {
+		if r.Current() {
+			if x.forgotten.Current == 0 {
+				x.forgotten.EntryID = r.EntryID
+			}
+			x.forgotten.Current++
+		}
+		if at, ok := x.seen[normalizeKey(r.Text)]; ok && at < n {
+			delete(x.seen, normalizeKey(r.Text))
+		}
+	}
+	for k, at := range x.seen {
+		x.seen[k] = at - n
+	}
+	kept := x.current[:0]
+	for _, i := range x.current {
+		if i >= n {
+			kept = append(kept, i-n)
+		}
+	}
+	x.current = kept
+	x.out = slices.Clone(x.out[n:])
+	x.subj = slices.Clone(x.subj[n:])
+	x.from = slices.Clone(x.from[n:])
+}
+
+// subject is the subject of rule i. Only the latest maxCurrent current
+// rules are compared with a new sentence, so only theirs are held; another
+// one is read again from its sentence when it is needed (a repeat makes
+// an old rule current again).
+func (x *extraction) subject(i int) subject {
+	if x.subj[i].words == nil {
+		x.subj[i] = subjectOf(x.out[i].Sentence, x.out[i].Lead)
+	}
+	return x.subj[i]
+}
+
+// drop marks the current rules a later sentence replaces: only the latest
+// maxCurrent are looked at, so a message of thousands of rules stays
+// linear.
+func (x *extraction) drop(by string, revoked bool, replaced func(i int) bool) {
+	from := max(len(x.current)-maxCurrent, 0)
+	kept := x.current[:from]
+	for _, i := range x.current[from:] {
+		if replaced(i) {
+			x.out[i].SupersededBy, x.out[i].Revoked = by, revoked
+			x.subj[i] = subject{}
+			continue
+		}
+		kept = append(kept, i)
+	}
+	x.current = kept
+}
+
+// makeCurrent appends rule i to the current rules, letting go of the
+// subject of the one that leaves the latest maxCurrent.
+func (x *extraction) makeCurrent(i int) {
+	x.current = append(x.current, i)
+	if n := len(x.current); n > maxCurrent {
+		x.subj[x.current[n-maxCurrent-1]] = subject{}
+	}
+}
+
+// merge adds the rules of a batch of messages, read is their units.
+func (x *extraction) merge(batch []Message, read [][]Classified) {
+	for k, msg := range batch {
+		mi := x.msgs + k
 		// Only rules of earlier messages are revised: the rules of one
 		// message (a pasted guide) stand beside each other.
-		earlier := func(i int) bool { return from[i] < mi }
-		for _, c := range read[mi] {
+		earlier := func(i int) bool { return x.from[i] < mi }
+		for _, c := range read[k] {
 			revokes := c.Label == LabelRevoke || c.Scores[LabelRevoke] >= softRevoke
 			if !revokes && !IsRule(c.Label) {
 				continue
@@ -137,6 +290,8 @@ func (m *Model) Extract(msgs []Message) []Rule {
 			} else {
 				later = subjectRead(c.read, c.Lead)
 			}
+			// What is kept is copied: the message's text is not held.
+			sentence := strings.Clone(c.Text)
 			if revokes {
 				// A revocation cancels the earlier rule it is most about; a
 				// rule that only may be one needs a firmer match.
@@ -144,24 +299,24 @@ func (m *Model) Extract(msgs []Message) []Rule {
 				if c.Label != LabelRevoke {
 					need = 2
 				}
-				if best := bestMatch(later, subj, current, earlier, need); best >= 0 {
-					drop(c.Text, true, func(i int) bool { return i == best })
+				if best := x.bestMatch(later, earlier, need); best >= 0 {
+					x.drop(sentence, true, func(i int) bool { return i == best })
 				}
 			}
 			if !IsRule(c.Label) {
 				continue
 			}
-			text := c.Text
+			text := sentence
 			switch {
 			case c.Item != "" && !c.Paren:
-				text = c.Item
+				text = strings.Clone(c.Item)
 			case c.Lead != "":
 				if lead := leadFor(c.Lead, c.Text); lead != "" {
-					text = lead + ": " + c.Text
+					text = lead + ": " + sentence
 				}
 			}
 			key := normalizeKey(text)
-			at, again := seen[key]
+			at, again := x.seen[key]
 			if !again {
 				at = -1
 			}
@@ -174,27 +329,27 @@ func (m *Model) Extract(msgs []Message) []Rule {
 				if c.Scores[LabelRevise] >= 0.5 {
 					need = 1 // the model reads it as a revision
 				}
-				best = bestMatch(later, subj, current, func(i int) bool { return i != at && earlier(i) }, need)
+				best = x.bestMatch(later, func(i int) bool { return i != at && earlier(i) }, need)
 			}
-			drop(c.Text, false, func(i int) bool {
-				return i != at && (i == best || earlier(i) && later.supersedes(subj[i]))
+			x.drop(sentence, false, func(i int) bool {
+				return i != at && (i == best || earlier(i) && later.supersedes(x.subject(i)))
 			})
 			if again {
-				if !out[at].Current() {
-					current = append(current, at)
+				if !x.out[at].Current() {
+					x.makeCurrent(at)
 				}
-				out[at].EntryID = msg.EntryID
-				out[at].SupersededBy, out[at].Revoked = "", false
+				x.out[at].EntryID = msg.EntryID
+				x.out[at].SupersededBy, x.out[at].Revoked = "", false
 				continue
 			}
-			seen[key] = len(out)
-			current = append(current, len(out))
-			out = append(out, Rule{Text: text, Sentence: c.Text, Lead: c.Lead, EntryID: msg.EntryID})
-			subj = append(subj, later)
-			from = append(from, mi)
+			x.seen[key] = len(x.out)
+			x.out = append(x.out, Rule{Text: text, Sentence: sentence, Lead: strings.Clone(c.Lead), EntryID: msg.EntryID})
+			x.subj = append(x.subj, later)
+			x.from = append(x.from, mi)
+			x.makeCurrent(len(x.out) - 1)
 		}
 	}
-	return out
+	x.msgs += len(batch)
 }
 
 // leadFor is the part of a lead a sentence does not already say.
@@ -213,20 +368,18 @@ func leadFor(lead, text string) string {
 // thousands. A message read before by this model (in an engine host, at
 // an earlier relay) is not read again.
 func (m *Model) classifyAll(msgs []Message) [][]Classified {
-	size := 0
-	for _, msg := range msgs {
-		size += len(msg.Text)
-	}
-	if size > 1<<20 {
-		// Reading many messages makes much short-lived garbage beside a
-		// large session held in memory: collect sooner, so the peak stays
-		// near what is kept.
-		defer debug.SetGCPercent(debug.SetGCPercent(25))
-	}
 	out := make([][]Classified, len(msgs))
+	type stretch struct {
+		head, tail string
+		key        cacheKey
+	}
+	parts := make([]stretch, len(msgs))
 	var todo []int
 	for i, msg := range msgs {
-		if c, ok := m.cache.get(msg.Text); ok {
+		head, tail := msg.ends()
+		p := stretch{head: head, tail: tail, key: keyOf(head, tail)}
+		parts[i] = p
+		if c, ok := m.cache.get(p.key); ok {
 			out[i] = c
 		} else {
 			todo = append(todo, i)
@@ -234,20 +387,20 @@ func (m *Model) classifyAll(msgs []Message) [][]Classified {
 	}
 	defer func() {
 		for _, i := range todo {
-			// The reading behind the features is not kept: it is most of
-			// the memory, and only rules need it again (read anew then).
-			kept := make([]Classified, len(out[i]))
-			for k, c := range out[i] {
-				c.read = reading{}
-				kept[k] = c
-			}
-			m.cache.put(msgs[i].Text, kept)
+			m.cache.put(parts[i].key, cacheable(out[i]))
 		}
 	}()
+	read := func(i int) []Classified {
+		c := m.classify(parts[i].head, nil)
+		if parts[i].tail != "" {
+			c = m.classify(parts[i].tail, c)
+		}
+		return c
+	}
 	workers := min(runtime.GOMAXPROCS(0), 4, max(len(todo)/16, 1))
 	if workers <= 1 {
 		for _, i := range todo {
-			out[i] = m.Classify(msgs[i].Text)
+			out[i] = read(i)
 		}
 		return out
 	}
@@ -262,7 +415,7 @@ func (m *Model) classifyAll(msgs []Message) [][]Classified {
 				if k >= len(todo) {
 					return
 				}
-				out[todo[k]] = m.Classify(msgs[todo[k]].Text)
+				out[todo[k]] = read(todo[k])
 			}
 		}()
 	}
@@ -283,14 +436,14 @@ const (
 // times), at least need; a tie goes to the rule whose shared word comes
 // first in the later sentence (its topic, not its new value). -1 when
 // none.
-func bestMatch(s subject, subj []subject, current []int, ok func(int) bool, need int) int {
+func (x *extraction) bestMatch(s subject, ok func(int) bool, need int) int {
 	best, top, topAt := -1, 0, 0
-	for _, i := range current[max(len(current)-maxCurrent, 0):] {
+	for _, i := range x.current[max(len(x.current)-maxCurrent, 0):] {
 		if !ok(i) {
 			continue
 		}
 		sc := 0
-		switch e := subj[i]; {
+		switch e := x.subject(i); {
 		case len(s.rejected) > 0 && e.neg:
 			// "X instead of Y" agrees with a rule against Y: only what
 			// it shares outside Y counts.
@@ -303,7 +456,7 @@ func bestMatch(s subject, subj []subject, current []int, ok func(int) bool, need
 		if sc < need || sc < top {
 			continue
 		}
-		at := s.firstShared(subj[i].words)
+		at := s.firstShared(x.subject(i).words)
 		if sc > top || at < topAt {
 			best, top, topAt = i, sc, at
 		}
@@ -667,39 +820,90 @@ func stem(w string) string {
 	return w
 }
 
-// classCache remembers the units of messages a model read, by their text:
-// at most cacheMessages of them, the oldest forgotten first. Safe for
-// concurrent use.
+// classCache remembers the units of messages a model read, by a hash of
+// what was read of them: at most cacheMessages of them, the oldest
+// forgotten first. It holds only the units Extract looks at again (rules
+// and revocations), copied, never a message's text. Safe for concurrent
+// use.
 type classCache struct {
 	mu    sync.Mutex
-	byKey map[string][]Classified
-	order []string
+	byKey map[cacheKey][]Classified
+	order []cacheKey
+	bytes int // held, about (see size)
 }
 
-// cacheMessages bounds the messages a model remembers: the user messages
-// of several long sessions.
-const cacheMessages = 50000
+// cacheKey names what was read of a message: a SHA-256 of its head and
+// its tail.
+type cacheKey [sha256.Size]byte
 
-func (c *classCache) get(text string) ([]Classified, bool) {
+func keyOf(head, tail string) cacheKey {
+	h := sha256.New()
+	h.Write([]byte(head))
+	if tail != "" {
+		h.Write([]byte{0})
+		h.Write([]byte(tail))
+	}
+	var k cacheKey
+	h.Sum(k[:0])
+	return k
+}
+
+// cacheable is what the cache keeps of a message's units: its rules and
+// revocations, their text copied, without the reading behind their
+// features (most of the memory; read anew when needed).
+func cacheable(units []Classified) []Classified {
+	var kept []Classified
+	for _, c := range units {
+		if !IsRule(c.Label) && c.Label != LabelRevoke && c.Scores[LabelRevoke] < softRevoke {
+			continue
+		}
+		c.read = reading{}
+		c.Text, c.Lead, c.Item = strings.Clone(c.Text), strings.Clone(c.Lead), strings.Clone(c.Item)
+		kept = append(kept, c)
+	}
+	return kept
+}
+
+// cacheMessages and cacheBytes bound what a model remembers: the user
+// messages of several long sessions, not those of sessions of thousands
+// of pasted documents.
+const (
+	cacheMessages = 50000
+	cacheBytes    = 8 << 20
+)
+
+// size is about what units hold in memory: a Classified is some 150
+// bytes, and its texts.
+func size(units []Classified) int {
+	n := len(units) * 150
+	for _, c := range units {
+		n += len(c.Text) + len(c.Lead) + len(c.Item)
+	}
+	return n
+}
+
+func (c *classCache) get(k cacheKey) ([]Classified, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.byKey[text]
+	v, ok := c.byKey[k]
 	return v, ok
 }
 
-func (c *classCache) put(text string, v []Classified) {
+func (c *classCache) put(k cacheKey, v []Classified) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byKey == nil {
-		c.byKey = map[string][]Classified{}
+		c.byKey = map[cacheKey][]Classified{}
 	}
-	if _, ok := c.byKey[text]; ok {
+	if _, ok := c.byKey[k]; ok {
 		return
 	}
-	if len(c.order) >= cacheMessages {
+	c.byKey[k] = v
+	c.order = append(c.order, k)
+	c.bytes += size(v)
+	for len(c.order) > cacheMessages || c.bytes > cacheBytes && len(c.order) > 1 {
+		c.bytes -= size(c.byKey[c.order[0]])
 		delete(c.byKey, c.order[0])
 		c.order = c.order[1:]
 	}
-	c.byKey[text] = v
-	c.order = append(c.order, text)
 }

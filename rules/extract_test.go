@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -124,5 +126,63 @@ func TestExtractConcurrent(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("rule %d: %+v concurrently, %+v in order", i, got[i], want[i])
 		}
+	}
+}
+
+// TestExtractAcrossBatches: messages are read and merged in batches, and
+// only the latest current rules keep their subjects: a revision batches
+// later still finds the rule it replaces, and a revoked rule said again
+// after hundreds of other rules is current again, and can be revoked again
+// (its subject read anew).
+func TestExtractAcrossBatches(t *testing.T) {
+	var msgs []Message
+	add := func(text string) { msgs = append(msgs, Message{EntryID: fmt.Sprintf("m%d", len(msgs)), Text: text}) }
+	add("Use tabs for indentation.")
+	for i := range 2 * batchMessages {
+		add(fmt.Sprintf("ok, step %d looks good", i))
+	}
+	add("Actually, use spaces for indentation instead of tabs.")
+	add("Never force-push to main.")
+	add("You can force-push to main again.")
+	for i := range 2 * maxCurrent {
+		add(fmt.Sprintf("Always run the linter on module%d before you commit.", i))
+	}
+	add("Never force-push to main.")
+	add("You can force-push to main again.")
+	got := map[string]Rule{}
+	for _, r := range Extract(msgs) {
+		got[r.Text] = r
+	}
+	if r := got["Use tabs for indentation."]; r.Current() || !strings.Contains(r.SupersededBy, "spaces") {
+		t.Errorf("the tabs rule, revised two batches later: %+v", r)
+	}
+	if r := got["Never force-push to main."]; r.EntryID != fmt.Sprintf("m%d", len(msgs)-2) || !r.Revoked {
+		t.Errorf("the force-push rule, said again and revoked again: %+v", r)
+	}
+	if r := got["Always run the linter on module7 before you commit."]; !r.Current() {
+		t.Errorf("a rule nothing replaced: %+v", r)
+	}
+}
+
+// TestExtractForgetsPastMaxRules: of more rules than MaxRules, the oldest
+// are let go of and counted, with the message of the oldest; the newest
+// are kept.
+func TestExtractForgetsPastMaxRules(t *testing.T) {
+	var msgs []Message
+	total := 0
+	for m := 0; total < 3*MaxRules+500; m++ {
+		var b strings.Builder
+		for range 100 {
+			fmt.Fprintf(&b, "Never touch file%d.go. ", total)
+			total++
+		}
+		msgs = append(msgs, Message{EntryID: fmt.Sprintf("m%d", m), Text: b.String()})
+	}
+	got, forgotten := Default().ExtractSeq(slices.Values(msgs))
+	if len(got) != MaxRules || forgotten.Current != total-MaxRules || forgotten.EntryID != "m0" {
+		t.Fatalf("%d rules kept, %+v forgotten, of %d; want %d kept, the rest forgotten from m0", len(got), forgotten, total, MaxRules)
+	}
+	if last := got[len(got)-1].Text; last != fmt.Sprintf("Never touch file%d.go.", total-1) {
+		t.Errorf("the newest rule kept is %q", last)
 	}
 }

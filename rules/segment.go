@@ -401,8 +401,14 @@ func sentences(text string) []string {
 		if s == "" {
 			return
 		}
-		for utf8.RuneCountInString(s) > maxUnitRunes {
+		// A run of n bytes holds at most n runes: only a longer one is
+		// counted, and only as far as one piece, so a paragraph of
+		// megabytes is cut in one pass.
+		for len(s) > maxUnitRunes {
 			cut := runeOffset(s, maxUnitRunes)
+			if cut == len(s) {
+				break
+			}
 			if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
 				cut = sp
 			}
@@ -435,7 +441,7 @@ func sentences(text string) []string {
 			end = i + n
 		case '.', '…':
 			if i+n >= len(text) || text[i+n] == ' ' || closer(text[i+n:]) {
-				if r == '.' && abbrev(text[start:i+1]) {
+				if r == '.' && abbrev(lastBytes(text[start:i+1], abbrevWindow)) {
 					break
 				}
 				end = i + n
@@ -457,6 +463,23 @@ func sentences(text string) []string {
 	}
 	emit(len(text))
 	return out
+}
+
+// abbrevWindow is how much of a sentence before a period abbrev needs: the
+// longest abbreviation and the byte before it, with room to spare. Looking
+// at no more keeps a paragraph of many periods linear.
+const abbrevWindow = 32
+
+// lastBytes is the end of s, at most n bytes, starting at a character.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
 }
 
 func closer(s string) bool {

@@ -287,6 +287,13 @@ func stringUnits(b []byte, i int) (end, units int, err error) {
 		case c < utf8.RuneSelf:
 			i++
 			n++
+		case cjk3(b, i):
+			// Three bytes whose second byte any continuation byte may be
+			// (most of CJK): one code unit each, without decoding.
+			for i += 3; cjk3(b, i); i += 3 {
+				n++
+			}
+			n++
 		default:
 			_, size := utf8.DecodeRune(b[i:])
 			if size == 4 {
@@ -297,6 +304,16 @@ func stringUnits(b []byte, i int) (end, units int, err error) {
 			i += size
 		}
 	}
+}
+
+// cjk3 reports whether b[i:] starts with a three-byte character led by
+// E1-EC or EE-EF, whose second byte may be any continuation byte.
+func cjk3(b []byte, i int) bool {
+	if i+2 >= len(b) {
+		return false
+	}
+	c := b[i]
+	return 0xE1 <= c && c <= 0xEF && c != 0xED && b[i+1]&0xC0 == 0x80 && b[i+2]&0xC0 == 0x80
 }
 
 // stringifyLen returns len(JSON.stringify(JSON.parse(v))) in UTF-16 code
@@ -363,6 +380,26 @@ func quotedLen(q []byte) int {
 		}
 	}
 	for i := 1; i < len(q)-1; {
+		if !pendingHigh {
+			// Plain ASCII, eight bytes at a time: a unit a byte. The
+			// closing quote is special, so the run stops before it.
+			for i+8 <= len(q) {
+				w := binary.LittleEndian.Uint64(q[i:])
+				m := specialMask(w) | w&msb
+				if m == 0 {
+					i += 8
+					n += 8
+					continue
+				}
+				k := bits.TrailingZeros64(m) / 8
+				i += k
+				n += k
+				break
+			}
+			if i >= len(q)-1 {
+				break
+			}
+		}
 		c := q[i]
 		switch {
 		case c == '\\':
@@ -389,6 +426,13 @@ func quotedLen(q []byte) int {
 		case c < utf8.RuneSelf:
 			unit(rune(c))
 			i++
+		case cjk3(q, i):
+			// Three-byte characters (most of CJK), none a surrogate or
+			// written escaped: a unit each, without decoding.
+			unit('x')
+			for i += 3; cjk3(q, i); i += 3 {
+				n++
+			}
 		default:
 			r, size := utf8.DecodeRune(q[i:])
 			if size == 4 {
@@ -501,11 +545,29 @@ func assistantUsage(m Message) (int, bool) {
 	if m.Role != "assistant" {
 		return 0, false
 	}
-	switch memberSpan(m.Raw, "stopReason").str(m.Raw) {
+	// Both members in one pass: the content before them can be megabytes.
+	stop, u := absent, absent
+	if i := skipSpace(m.Raw, 0); i < len(m.Raw) && m.Raw[i] == '{' {
+		_, _ = forEachMember(m.Raw, i, func(k []byte, start int) (int, error) {
+			at := &stop
+			switch {
+			case jsonscan.KeyEquals(k, "stopReason"):
+			case jsonscan.KeyEquals(k, "usage"):
+				at = &u
+			default:
+				return 0, nil
+			}
+			end, err := skipValue(m.Raw, start)
+			if err == nil {
+				*at = span{start, end}
+			}
+			return end, err
+		})
+	}
+	switch stop.str(m.Raw) {
 	case "aborted", "error":
 		return 0, false
 	}
-	u := memberSpan(m.Raw, "usage")
 	if !u.isObject(m.Raw) {
 		return 0, false
 	}

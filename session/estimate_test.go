@@ -1,7 +1,9 @@
 package session
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +55,18 @@ func TestStringifyLen(t *testing.T) {
 		{`"\u2028<>&"`, 6},
 		{`"\ud83c\ud83c"`, 14},
 		{`[1E400]`, 6},
+		// Runs of plain ASCII around the eight bytes read at a time.
+		{`"abcdefgh"`, 10},
+		{`"abcdefghi\"jklmnopq"`, 21},
+		{`"0123456789abcdef\ud83d\ude00rest of it"`, 30},
+		{`"abcdefg\ud83dxyzxyzxyz"`, 24},
+		{`"12345678\u0001abcdefghijklmnop"`, 32},
+		{`"tab\there and more text é and then ascii again"`, 48},
+		{`"xxxxxxx🌍yyyyyyyyyyyyyy"`, 25},
+		// Runs of three-byte characters, read without decoding.
+		{`"テストは必ず先に"`, 10},
+		{`"\ud83dテスト"`, 11},
+		{`"한국어 中文 ﾃｽﾄ\ud800"`, 18},
 	} {
 		if got := stringifyLen([]byte(tc.in)); got != tc.want {
 			t.Errorf("stringifyLen(%s) = %d, want %d", tc.in, got, tc.want)
@@ -73,6 +87,10 @@ func TestJSLen(t *testing.T) {
 		{`"é🌍"`, 3},
 		{`"\u2028<>&"`, 4},
 		{"\"a\xffb\"", 3},
+		{`"テストは必ず先に"`, 8},
+		{`"한국어 中文 ﾃｽﾄ"`, 10},
+		{"\"\xed\xa0\x80\xe3\x81\"", 5}, // an encoded surrogate and a cut character: a unit a byte
+		{"\"\xe3\x81\x82\xe3\"", 2},
 	} {
 		if got := jsLen([]byte(tc.in)); got != tc.want {
 			t.Errorf("jsLen(%s) = %d, want %d", tc.in, got, tc.want)
@@ -127,6 +145,37 @@ func TestCurrentSystemChars(t *testing.T) {
 	} {
 		if got := currentSystemChars(tc.msgs); got != tc.want {
 			t.Errorf("%s: currentSystemChars = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAssistantUsage: the usage an assistant message reports counts unless
+// it stopped aborted or in an error, wherever its members stand (both are
+// found in one pass, after a content of any length).
+func TestAssistantUsage(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want int
+		ok   bool
+	}{
+		{`{"role":"assistant","usage":{"totalTokens":1120},"stopReason":"stop"}`, 1120, true},
+		{`{"content":[{"type":"text","text":"` + strings.Repeat("x", 5000) + `"}],"role":"assistant","stopReason":"toolUse","usage":{"input":10,"output":100,"cacheRead":1000,"cacheWrite":10}}`, 1120, true},
+		{`{"role":"assistant","stopReason":"aborted","usage":{"totalTokens":5}}`, 0, false},
+		{`{"role":"assistant","usage":{"totalTokens":5},"stopReason":"error"}`, 0, false},
+		{`{"role":"assistant","stopReason":"error","stopReason":"stop","usage":{"totalTokens":7}}`, 7, true},
+		{`{"role":"assistant","usage":[1,2]}`, 0, false},
+		{`{"role":"assistant","usage":{"totalTokens":0}}`, 0, false},
+		{`{"role":"assistant"}`, 0, false},
+	} {
+		var m struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal([]byte(tc.raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := assistantUsage(Message{Role: m.Role, Raw: json.RawMessage(tc.raw)})
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("assistantUsage(%.80s) = %d, %v; want %d, %v", tc.raw, got, ok, tc.want, tc.ok)
 		}
 	}
 }

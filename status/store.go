@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,16 +189,67 @@ func sameProcess(r *Record, self Identity) bool {
 	return r.BootID == "" || self.BootID == "" || r.BootID == self.BootID
 }
 
-// put writes r to path atomically.
+// put writes r to path atomically. On a full file system (or one over
+// quota) the atomic write, which needs a new file, fails; a record that
+// exists is then written over in place, when the blocks it holds already
+// take the new text: a record changes by a few bytes (an end time, an
+// exit status), so an end is recorded, not read later as a crash. That
+// write is one pwrite(2), not atomic: a reader racing it may see the
+// record corrupt for a moment.
 func (s *Store) put(path string, r *Record) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	data = append(data, '\n')
+	err = atomicfile.WriteFile(path, data, 0o600)
+	if err != nil && noSpace(err) {
+		ierr := overwrite(path, data)
+		if ierr == nil {
+			return nil
+		}
+		err = fmt.Errorf("%w; in place: %w", err, ierr)
+	}
+	if err != nil {
 		return fmt.Errorf("status: write %s: %w", r.SessionID, err)
 	}
 	return nil
+}
+
+// noSpace reports whether err says the file system has no room for a
+// write: full, over quota, or past the writer's file size limit.
+func noSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG)
+}
+
+// overwrite writes data over the record at path in place, padded with
+// spaces to the file's length (JSON allows white space after the value),
+// only when the blocks the file holds take it: a write that needs a new
+// block on a full file system could stop half way.
+func overwrite(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return errors.New("not a regular file")
+	}
+	if int64(len(data)) < st.Size {
+		pad := bytes.Repeat([]byte{' '}, int(st.Size)-len(data))
+		data = append(append(data[:len(data)-1:len(data)-1], pad...), '\n')
+	}
+	if held := st.Blocks * 512; int64(len(data)) > held {
+		return fmt.Errorf("%d bytes do not fit in the %d the record holds", len(data), held)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // locked runs fn holding the store's write lock, <status>/.records.lock

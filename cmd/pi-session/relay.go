@@ -167,7 +167,16 @@ func (h *relayHost) log(ctx context.Context, r *hooks.Request) (any, error) {
 	}
 	l.SessionID = r.Peer.Hello.SessionID
 	l.At = time.Now().UTC().Format(time.RFC3339Nano)
-	return nil, h.eng.Log(l)
+	// A line that cannot be written is lost, not an error of the relay:
+	// the session is told once (warning), the host's log each time.
+	warning, err := h.eng.Log(l)
+	if err != nil {
+		r.Log().Warn("relay log line lost", "session", l.SessionID, "err", err)
+	}
+	if warning != "" {
+		return map[string]string{"warning": warning}, nil
+	}
+	return nil, nil
 }
 
 // offloadPayloads reads the offload store of a workspace for recall: the

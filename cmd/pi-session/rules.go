@@ -45,11 +45,14 @@ func cmdEngineRules(ctx context.Context, inv *invocation) int {
 		if len(rest) != 0 {
 			return inv.errorf(exitUsage, "engine rules --text: reads standard input, got %d arguments (see pi-session engine rules --help)", len(rest))
 		}
-		data, err := io.ReadAll(io.LimitReader(inv.stdin, 4<<20))
+		msg, n, err := readMessage(inv.stdin)
 		if err != nil {
 			return inv.errorf(1, "engine rules: standard input: %v", err)
 		}
-		return printClassified(inv, rules.Default().Classify(string(data)), *asJSON)
+		if msg.Partial() {
+			fmt.Fprintf(inv.stderr, "pi-session: the message has %d bytes: only its first %d KB and last %d KB are read for rules\n", n, rules.ReadHead>>10, rules.ReadTail>>10)
+		}
+		return printClassified(inv, rules.Default().ClassifyMessage(msg), *asJSON)
 	}
 	if len(rest) != 1 {
 		return inv.errorf(exitUsage, "engine rules: want one SESSION_FILE, got %d arguments (see pi-session engine rules --help)", len(rest))
@@ -63,6 +66,16 @@ func cmdEngineRules(ctx context.Context, inv *invocation) int {
 		return inv.errorf(1, "engine rules: %v", err)
 	}
 	facts := relay.Gather(f.Header, branch, "")
+	for i, m := range facts.Skimmed {
+		if i == 3 {
+			fmt.Fprintf(inv.stderr, "pi-session: %d more messages were read for rules by their ends only\n", len(facts.Skimmed)-i)
+			break
+		}
+		fmt.Fprintf(inv.stderr, "pi-session: message %s has %d characters: only its first %d bytes and last %d bytes were read for rules\n", m.EntryID, m.Chars, m.Head, m.Tail)
+	}
+	if fg := facts.RulesForgotten; fg.Current > 0 {
+		fmt.Fprintf(inv.stderr, "pi-session: %d older current rules are not listed: past the %d rules kept (the oldest from message %s)\n", fg.Current, rules.MaxRules, fg.EntryID)
+	}
 	if *asJSON {
 		type out struct {
 			Text         string `json:"text"`
@@ -104,6 +117,40 @@ func cmdEngineRules(ctx context.Context, inv *invocation) int {
 		fmt.Fprintf(inv.stderr, "pi-session: %s: %v\n", rest[0], session.ErrNoHeader)
 	}
 	return 0
+}
+
+// readMessage reads a message from r as the rules read one: whole, or of a
+// longer one its first and its last bytes (rules.ReadHead, rules.ReadTail),
+// holding no more; n is its length in bytes.
+func readMessage(r io.Reader) (msg rules.Message, n int64, err error) {
+	const whole = rules.ReadHead + rules.ReadTail
+	head := make([]byte, 0, whole)
+	var tail []byte
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := r.Read(buf)
+		n += int64(k)
+		chunk := buf[:k]
+		if room := whole - len(head); room > 0 {
+			take := min(room, len(chunk))
+			head, chunk = append(head, chunk[:take]...), chunk[take:]
+		}
+		if tail = append(tail, chunk...); len(tail) > 2*rules.ReadTail {
+			tail = append(tail[:0], tail[len(tail)-rules.ReadTail:]...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return msg, n, err
+		}
+	}
+	if len(tail) == 0 {
+		return rules.Message{Text: string(head)}, n, nil
+	}
+	// The head's own end is part of the message's end when less follows.
+	t := append(head[max(len(head)-rules.ReadTail, 0):len(head):len(head)], tail...)
+	return rules.Message{Text: string(head), Tail: string(t)}, n, nil
 }
 
 func printClassified(inv *invocation, units []rules.Classified, asJSON bool) int {

@@ -296,6 +296,26 @@ test("/relay with less than pi keeps does not compact: one plain notice instead 
 	assert.match(small.ui.notes[0], /^context-relay: nothing to compact yet: /);
 });
 
+test("a relay log line the engine could not write is shown as the engine says it, once per warning", async () => {
+	const { f, c, k } = await setup();
+	const ask = k.kit.ask;
+	let lost = 0;
+	k.kit.ask = async (method: string, params: any) => {
+		if (method !== "relay.log") return ask(method, params);
+		k.calls.push({ method, params });
+		// The engine warns at the first lost line only.
+		return ++lost === 1 ? { result: { warning: "the relay log /agent/context-relay/log.jsonl could not be written (no space left on device)" } } : { result: null };
+	};
+	for (let i = 0; i < 2; i++) {
+		const done = f.commands.relay.handler("", c.ctx);
+		c.compact().onComplete({ tokensBefore: 200_000, estimatedTokensAfter: 9000 });
+		await done;
+	}
+	const warned = c.ui.notes.filter((n: string) => n.includes("could not be written"));
+	assert.deepEqual(warned, ["context-relay: the relay log /agent/context-relay/log.jsonl could not be written (no space left on device)"], c.ui.notes.join("\n"));
+	assert.equal(c.ui.notes.filter((n: string) => n.startsWith("context-relay: relayed")).length, 2, "both relays are reported");
+});
+
 test('"enabled": false registers nothing: no /relay, no recall, no trigger; /pi-session says so', async () => {
 	for (const enabled of [false, true]) {
 		const f = fakePi();

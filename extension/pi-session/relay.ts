@@ -195,7 +195,7 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 			const done = async (o: Outcome) => {
 				if (pending === p) pending = undefined;
 				kit.arbiter.end("relay");
-				await kit.ask("relay.log", {
+				const logged = await kit.ask<{ warning?: string } | null>("relay.log", {
 					trigger,
 					tokensBefore: p.tokensBefore ?? tokensBefore ?? 0,
 					noteChars: o.ok ? (p.noteChars ?? 0) : 0,
@@ -203,6 +203,8 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 					ok: o.ok,
 					error: o.error,
 				}, { timeoutMs: Deadline.background });
+				// A lost log line (a full disk): the engine says so once.
+				if (logged?.result?.warning) notice(ctx, `context-relay: ${logged.result.warning}`, "warning");
 				resolve(o);
 			};
 			try {
