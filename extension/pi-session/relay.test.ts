@@ -127,6 +127,37 @@ test("a session switch during trigger A's relay puts the held text back in the e
 	assert.equal(arbiter.busy(), undefined, "the work slot is released");
 });
 
+test("a held text survives the reload of a session switch: the new session's instance puts it back", async () => {
+	// pi reloads extensions at a switch, and the old instance's context then
+	// throws when used (it ended pi, uncaught in the relay's callback). The
+	// relay completes before and after the new instance has started.
+	for (const late of [false, true]) {
+		const { f, arbiter, c } = await setup();
+		await arbiter.input({ text: "hold me " + late, source: "rpc" }, c.ctx);
+		await new Promise((r) => setImmediate(r));
+		const opts = c.compact();
+		await f.fire("session_before_switch", {}, c.ctx);
+		await f.fire("session_shutdown", {}, c.ctx);
+		const stale = () => {
+			throw new Error("This extension ctx is stale after session replacement or reload.");
+		};
+		Object.defineProperty(c.ctx, "hasUI", { get: stale });
+		c.ctx.ui = new Proxy({}, { get: stale });
+		const next = fakePi();
+		const nextArbiter = new Arbiter();
+		registerRelay(next.pi, fakeKit(nextArbiter).kit);
+		const nc = fakeCtx();
+		if (late) await next.fire("session_start", {}, nc.ctx);
+		opts.onComplete({ tokensBefore: 200_000, estimatedTokensAfter: 9000 });
+		await new Promise((r) => setImmediate(r));
+		if (!late) await next.fire("session_start", {}, nc.ctx);
+		assert.equal(f.sent.length + next.sent.length, 0, "nothing is sent");
+		assert.equal(nc.ui.editor, "draft\n\nhold me " + late, `late ${late}`);
+		assert.ok(nc.ui.notes.some((n) => n.includes("it is back in the editor")), nc.ui.notes.join("\n"));
+		await next.fire("session_shutdown", {}, nc.ctx);
+	}
+});
+
 test("trigger A resends once after an audit entry, even when the relay fails", async () => {
 	for (const ok of [true, false]) {
 		const f = fakePi();

@@ -96,6 +96,32 @@ type Pending = { token: string; trigger: Trigger; notePath?: string; tokensBefor
 
 type Outcome = { ok: boolean; error?: string; tokensBefore?: number; tokensAfter?: number; noteChars?: number; keptFrom?: string; notePath?: string };
 
+// A held message that could not be sent because the session changed during
+// its relay. pi reloads extensions at a session switch, so the instance that
+// held it may outlive its context: it hands the text to the instance of the
+// new session (through the process, as nothing else outlives a reload),
+// which puts it back in the editor at its start, or at once when it started
+// already.
+export type Returned = { text: string; images: number };
+type Handover = { pending: Returned[]; deliver?: (r: Returned) => void };
+const HANDOVER = Symbol.for("pi-session.relay.returned");
+
+export function handover(): Handover {
+	const g = globalThis as any;
+	g[HANDOVER] ??= { pending: [] };
+	return g[HANDOVER];
+}
+
+// putBack puts a returned message in the editor, after what is typed there,
+// and says so.
+export function putBack(ctx: ExtensionContext, r: Returned): void {
+	if (!ctx.hasUI) return;
+	const draft = ctx.ui.getEditorText?.() ?? "";
+	ctx.ui.setEditorText([draft, r.text].filter((s) => s.trim() !== "").join("\n\n"));
+	const imgs = r.images ? `; re-attach ${r.images} image${r.images > 1 ? "s" : ""}` : "";
+	notify(ctx, `context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
+}
+
 export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	let cfg: RelayConfig = DEFAULTS;
 	let warnings: string[] = [];
@@ -237,12 +263,16 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	const resend = (ctx: ExtensionContext, items: Held[], gen: number, o: Outcome) => {
 		const m = merge(items);
 		if (gen !== generation) {
-			if (ctx.hasUI) {
-				const draft = ctx.ui.getEditorText?.() ?? "";
-				ctx.ui.setEditorText([draft, m.text].filter((s) => s.trim() !== "").join("\n\n"));
-				const imgs = m.images.length ? `; re-attach ${m.images.length} image${m.images.length > 1 ? "s" : ""}` : "";
-				notice(ctx, `context-relay: the session changed during the relay, so your message was not sent: it is back in the editor${imgs}`, "warning");
+			const r: Returned = { text: m.text, images: m.images.length };
+			const h = handover();
+			if (h.deliver) return h.deliver(r); // the new session's instance
+			try {
+				putBack(ctx, r); // the switch has not replaced this context yet
+				return;
+			} catch {
+				// Stale: the new session's instance takes it at its start.
 			}
+			h.pending.push(r);
 			return;
 		}
 		pi.appendEntry(RESEND_ENTRY, { trigger: "input", relayed: o.ok, items: items.map(fingerprint) });
@@ -279,8 +309,19 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		setImmediate(async () => {
 			const o = await runRelay("input", ctx);
 			held = undefined;
-			autoNotice(ctx, "input", o);
-			resend(ctx, items, gen, o);
+			try {
+				autoNotice(ctx, "input", o);
+			} catch {
+				// A context the session switch replaced: the notice has no screen.
+			}
+			try {
+				resend(ctx, items, gen, o);
+			} catch {
+				// Never an uncaught error in pi's process (it ended pi): the
+				// message goes back to the editor of whichever session is next.
+				const m = merge(items);
+				handover().pending.push({ text: m.text, images: m.images.length });
+			}
 		});
 		return { action: "handled" as const };
 	};
@@ -392,10 +433,22 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 		});
 	};
 
+	let deliver: ((r: Returned) => void) | undefined;
 	pi.on("session_start", async (_event, ctx) => {
 		// A new session (or the same one resumed) starts with nothing timed
 		// and no relay of its own to wait for.
 		clearTimer();
+		// A message held by the previous session's relay comes back here.
+		const ho = handover();
+		deliver = (r) => {
+			try {
+				putBack(ctx, r);
+			} catch {
+				ho.pending.push(r);
+			}
+		};
+		ho.deliver = deliver;
+		for (const r of ho.pending.splice(0)) deliver(r);
 		lastRelayTokens = undefined;
 		requestAt = undefined;
 		const h = kit.hello();
@@ -414,6 +467,8 @@ export function registerRelay(pi: ExtensionAPI, kit: Kit) {
 	pi.on("session_shutdown", () => {
 		generation++;
 		clearTimer();
+		const h = handover();
+		if (h.deliver === deliver) h.deliver = undefined;
 	});
 
 	kit.report?.(async () => {
