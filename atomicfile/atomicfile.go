@@ -14,38 +14,50 @@ import (
 // A crash at any point leaves either the previous file or the new one, plus at
 // most a stray temporary file named ".<base>.tmp-*" that RemoveStale cleans.
 // The mode is always perm, whatever mode an existing file had.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dir, tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	return SyncDir(dir)
+}
+
+// writeTemp writes data to a new temporary file beside path, named
+// ".<base>.tmp-*": chmod perm, write, fsync, close. It returns the
+// directory and the temporary file's name; on an error nothing is left.
+func writeTemp(path string, data []byte, perm os.FileMode) (dir, tmp string, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return "", "", fmt.Errorf("atomicfile: %w", err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("atomicfile: chmod %s: %w", tmp, err)
+	tmp = f.Name()
+	fail := func(op string, err error) (string, string, error) {
+		f.Close()
+		os.Remove(tmp)
+		return "", "", fmt.Errorf("atomicfile: %s %s: %w", op, tmp, err)
 	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("atomicfile: write %s: %w", tmp, err)
+	if err := f.Chmod(perm); err != nil {
+		return fail("chmod", err)
 	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("atomicfile: fsync %s: %w", tmp, err)
+	if _, err := f.Write(data); err != nil {
+		return fail("write", err)
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("atomicfile: close %s: %w", tmp, err)
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", "", fmt.Errorf("atomicfile: close %s: %w", tmp, err)
 	}
-	return SyncDir(dir)
+	return dir, tmp, nil
 }
 
 // SyncDir fsyncs a directory so that a rename or create inside it survives a
@@ -87,35 +99,11 @@ func IsTemp(name string) bool {
 // written in place: still exclusive, but a reader may see it partly
 // written.
 func Create(path string, data []byte, perm os.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	dir, tmp, err := writeTemp(path, data, perm)
 	if err != nil {
-		return fmt.Errorf("atomicfile: %w", err)
+		return err
 	}
-	tmp := f.Name()
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-		os.Remove(tmp) // published under path, or failed: either way not needed
-	}()
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("atomicfile: chmod %s: %w", tmp, err)
-	}
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("atomicfile: write %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("atomicfile: fsync %s: %w", tmp, err)
-	}
-	err = f.Close()
-	f = nil
-	if err != nil {
-		return fmt.Errorf("atomicfile: close %s: %w", tmp, err)
-	}
+	defer os.Remove(tmp) // published under path, or failed: either way not needed
 	switch err = publish(tmp, path); {
 	case err == nil:
 	case errors.Is(err, errNoPublish):
