@@ -310,19 +310,12 @@ func checkOwnDirs(env *environ, cwd string) finding {
 // writable checks that a file can be created in dir, or in its nearest
 // existing parent when dir does not exist yet (pi-session creates it).
 func writable(dir string) error {
-	d := dir
-	for {
-		fi, err := os.Stat(d)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("%s is not a directory", d)
-			}
-			break
+	d, err := nearestDir(dir)
+	if err != nil {
+		if _, ok := err.(notDirError); ok {
+			return err
 		}
-		if !errors.Is(err, os.ErrNotExist) || filepath.Dir(d) == d {
-			return fmt.Errorf("%s: %v", dir, err)
-		}
-		d = filepath.Dir(d)
+		return fmt.Errorf("%s: %v", dir, err)
 	}
 	f, err := os.CreateTemp(d, ".pi-session-doctor-*")
 	if err != nil {

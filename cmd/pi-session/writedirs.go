@@ -60,25 +60,39 @@ func unwritableDirs(env *environ) []dirProblem {
 // not exist yet, in its nearest existing parent (where it would be made):
 // access(2), which says EROFS for a read-only file system too.
 func canWrite(dir string) error {
-	d := dir
-	for {
-		fi, err := os.Stat(d)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("%s is not a directory", d)
-			}
-			break
-		}
-		// A file on the way (ENOTDIR) is found and named like a missing part.
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) || filepath.Dir(d) == d {
-			return err
-		}
-		d = filepath.Dir(d)
+	d, err := nearestDir(dir)
+	if err != nil {
+		return err
 	}
 	if err := unix.Access(d, unix.W_OK|unix.X_OK); err != nil {
 		return &os.PathError{Op: "write in", Path: d, Err: err}
 	}
 	return nil
+}
+
+// notDirError names a path on the way to a directory that is not one.
+type notDirError string
+
+func (e notDirError) Error() string { return string(e) + " is not a directory" }
+
+// nearestDir is dir, or when it does not exist yet its nearest existing
+// parent (where it would be made). A file on the way (ENOTDIR) is found
+// and named like a missing part.
+func nearestDir(dir string) (string, error) {
+	d := dir
+	for {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return "", notDirError(d)
+			}
+			return d, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) || filepath.Dir(d) == d {
+			return "", err
+		}
+		d = filepath.Dir(d)
+	}
 }
 
 // dirsFix is one message for every directory of ps: which cannot be
