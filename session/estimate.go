@@ -239,6 +239,20 @@ func jsLen(q []byte) int {
 	return n
 }
 
+// asciiRun is where the run of plain ASCII from b[i] ends, read eight
+// bytes at a time: at the first special byte (a quote, a backslash, a
+// control character) or non-ASCII byte, or where fewer than eight are left.
+func asciiRun(b []byte, i int) int {
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if m := specialMask(w) | w&msb; m != 0 { // specials and non-ASCII bytes
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	return i
+}
+
 // stringUnits is skipString that also counts the UTF-16 code units of the
 // string starting at b[i] == '"': it returns the index after the string and
 // the count.
@@ -247,19 +261,9 @@ func stringUnits(b []byte, i int) (end, units int, err error) {
 	i++
 	n := 0
 	for {
-		for i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:])
-			m := specialMask(w) | w&msb // specials and non-ASCII bytes
-			if m == 0 {
-				i += 8
-				n += 8
-				continue
-			}
-			k := bits.TrailingZeros64(m) / 8
-			i += k
-			n += k
-			break
-		}
+		j := asciiRun(b, i)
+		n += j - i
+		i = j
 		if i >= len(b) {
 			return i, n, errAt(start, "unterminated string")
 		}
@@ -383,19 +387,9 @@ func quotedLen(q []byte) int {
 		if !pendingHigh {
 			// Plain ASCII, eight bytes at a time: a unit a byte. The
 			// closing quote is special, so the run stops before it.
-			for i+8 <= len(q) {
-				w := binary.LittleEndian.Uint64(q[i:])
-				m := specialMask(w) | w&msb
-				if m == 0 {
-					i += 8
-					n += 8
-					continue
-				}
-				k := bits.TrailingZeros64(m) / 8
-				i += k
-				n += k
-				break
-			}
+			j := asciiRun(q, i)
+			n += j - i
+			i = j
 			if i >= len(q)-1 {
 				break
 			}
